@@ -1,0 +1,39 @@
+# Set-up and entry points. `make demo` and `make test` install what is missing (Debian packages,
+# the .venv with frerlab in it, the Rust and eBPF builds) and then run the main job / every test.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+DEB_PACKAGES := clang llvm libbpf-dev bpftool iproute2 iperf3 sockperf netsniff-ng tcpdump tshark
+# One build at a time: parallel make runs (and parallel developers) share the .venv and target/.
+LOCK := flock /tmp/frerlab-build.lock
+
+.PHONY: demo test deps debs venv build native bench clean
+
+demo: build
+	$(VENV)/bin/frerlab demo
+
+test: build
+	cargo test --workspace --exclude frerlab-py --release
+	$(PY) -m pytest -q
+
+deps: debs venv
+
+debs:
+	scripts/install-debs.sh $(DEB_PACKAGES)
+
+$(VENV)/bin/python:
+	python3 -m venv $(VENV)
+
+venv: $(VENV)/bin/python
+	$(PY) -m pip install -q --disable-pip-version-check "maturin>=1.7,<2"
+
+build: debs native
+
+native: venv
+	$(LOCK) env VIRTUAL_ENV=$(abspath $(VENV)) $(VENV)/bin/maturin develop --release --extras test --quiet
+
+bench: build
+	$(PY) benches/run_all.py
+
+clean:
+	rm -rf target $(VENV) .make

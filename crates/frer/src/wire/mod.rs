@@ -1,0 +1,1 @@
+//! Wire formats: Ethernet/VLAN framing and the 802.1CB R-TAG (filled in by the codec work).

@@ -1,0 +1,15 @@
+//! The extension module `frerlab._native`: thin PyO3 bindings over the Rust crates. Each area
+//! registers its own classes and functions from its own file.
+use pyo3::prelude::*;
+
+mod frer;
+mod sim;
+mod traffic;
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    frer::register(m)?;
+    sim::register(m)?;
+    traffic::register(m)?;
+    Ok(())
+}

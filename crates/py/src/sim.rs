@@ -1,0 +1,7 @@
+//! Python bindings for the sim crate.
+use pyo3::prelude::*;
+
+/// Adds this area's classes and functions to the extension module.
+pub fn register(_m: &Bound<'_, PyModule>) -> PyResult<()> {
+    Ok(())
+}

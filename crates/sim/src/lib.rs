@@ -1,0 +1,1 @@
+//! Discrete-event simulator of TSN networks with FRER.

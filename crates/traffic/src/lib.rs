@@ -1,0 +1,1 @@
+//! Traffic generator and receiver that measure themselves.
