@@ -355,22 +355,8 @@ impl SequenceRecovery {
             Algorithm::Vector => self.vector_recovery(seq),
             Algorithm::Match => self.match_recovery(seq),
         };
-        match verdict {
-            Verdict::Pass => {
-                self.counters.passed_packets += 1;
-                self.reload_timer(now_ns);
-            }
-            Verdict::Duplicate | Verdict::Rogue => {
-                if verdict == Verdict::Duplicate {
-                    self.counters.discarded_packets += 1;
-                } else {
-                    self.counters.rogue_packets += 1;
-                }
-                if self.params.individual_recovery {
-                    self.reload_timer(now_ns);
-                }
-            }
-            Verdict::Tagless => unreachable!("tagged packets are never judged tagless"),
+        if verdict.is_pass() || self.params.individual_recovery {
+            self.reload_timer(now_ns);
         }
         verdict
     }
@@ -382,7 +368,7 @@ impl SequenceRecovery {
         }
     }
 
-    /// VectorRecoveryAlgorithm; counts out-of-order and lost, leaves the rest to `receive`.
+    /// VectorRecoveryAlgorithm, counting what it decides.
     #[inline]
     fn vector_recovery(&mut self, seq: SeqNum) -> Verdict {
         if self.take_any {
@@ -390,27 +376,31 @@ impl SequenceRecovery {
             self.history.set(seq);
             self.history_fill = 1;
             self.recov_seq_num = seq;
+            self.counters.passed_packets += 1;
             return Verdict::Pass;
         }
         let history_length = i32::from(self.params.history_length);
         let delta = seq.delta_from(self.recov_seq_num);
         if delta >= history_length || delta <= -history_length {
+            self.counters.rogue_packets += 1;
             return Verdict::Rogue;
         }
         if delta <= 0 {
             if self.history.get(seq) {
+                self.counters.discarded_packets += 1;
                 return Verdict::Duplicate;
             }
             self.history.set(seq);
             self.counters.out_of_order_packets += 1;
-            return Verdict::Pass;
+        } else {
+            if delta != 1 {
+                self.counters.out_of_order_packets += 1;
+            }
+            self.slide_window(delta as u16);
+            self.history.set(seq);
+            self.recov_seq_num = seq;
         }
-        if delta != 1 {
-            self.counters.out_of_order_packets += 1;
-        }
-        self.slide_window(delta as u16);
-        self.history.set(seq);
-        self.recov_seq_num = seq;
+        self.counters.passed_packets += 1;
         Verdict::Pass
     }
 
@@ -433,22 +423,22 @@ impl SequenceRecovery {
         self.history_fill = (self.history_fill + steps).min(history_length);
     }
 
-    /// MatchRecoveryAlgorithm.
+    /// MatchRecoveryAlgorithm, counting what it decides.
     #[inline]
     fn match_recovery(&mut self, seq: SeqNum) -> Verdict {
-        if self.take_any {
-            self.take_any = false;
-            self.recov_seq_num = seq;
-            return Verdict::Pass;
+        if !self.take_any {
+            let delta = seq.delta_from(self.recov_seq_num);
+            if delta == 0 {
+                self.counters.discarded_packets += 1;
+                return Verdict::Duplicate;
+            }
+            if delta != 1 {
+                self.counters.out_of_order_packets += 1;
+            }
         }
-        let delta = seq.delta_from(self.recov_seq_num);
-        if delta == 0 {
-            return Verdict::Duplicate;
-        }
-        if delta != 1 {
-            self.counters.out_of_order_packets += 1;
-        }
+        self.take_any = false;
         self.recov_seq_num = seq;
+        self.counters.passed_packets += 1;
         Verdict::Pass
     }
 }
