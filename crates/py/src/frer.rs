@@ -9,7 +9,7 @@ use frer::recovery::{
 use frer::SeqNum;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyBytes, PyDict};
 
 fn value_error(err: impl std::fmt::Display) -> PyErr {
     PyValueError::new_err(err.to_string())
@@ -175,10 +175,26 @@ impl PyLatentErrorDetector {
     }
 }
 
+/// The frame with an R-TAG carrying `seq` after the MAC addresses and any VLAN tags.
+#[pyfunction]
+fn push_rtag<'py>(py: Python<'py>, frame: &[u8], seq: i64) -> PyResult<Bound<'py, PyBytes>> {
+    let tagged = frer::wire::push_rtag(frame, seq_num(seq)?).map_err(value_error)?;
+    Ok(PyBytes::new(py, &tagged))
+}
+
+/// (sequence number, the frame without its R-TAG).
+#[pyfunction]
+fn pop_rtag<'py>(py: Python<'py>, frame: &[u8]) -> PyResult<(u16, Bound<'py, PyBytes>)> {
+    let (seq, untagged) = frer::wire::pop_rtag(frame).map_err(value_error)?;
+    Ok((seq.0, PyBytes::new(py, &untagged)))
+}
+
 /// Adds this area's classes and functions to the extension module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PySequenceRecovery>()?;
     m.add_class::<PySequenceGenerator>()?;
     m.add_class::<PyLatentErrorDetector>()?;
+    m.add_function(wrap_pyfunction!(push_rtag, m)?)?;
+    m.add_function(wrap_pyfunction!(pop_rtag, m)?)?;
     Ok(())
 }
