@@ -24,6 +24,7 @@ __all__ = [
     "SequenceGenerator",
     "LatentErrorDetector",
     "LatentError",
+    "StreamIdentifier",
     "push_rtag",
     "pop_rtag",
     "COUNTER_NAMES",
@@ -176,6 +177,72 @@ class LatentErrorDetector:
     def latent_error_resets(self) -> int:
         """frerCpsSeqRcvyLatentErrorResets."""
         return self._fn.latent_error_resets()
+
+
+class StreamIdentifier:
+    """A table of stream identities (802.1CB clause 6; mask-and-match from 802.1CBdb).
+
+    `identify(frame)` returns the handle of the first identity the frame matches, or None.
+    Parameters take the standard's "ignore" values by default: VID 0, DSCP 64, port 0,
+    address 0.0.0.0 (or ::). `tagged` is "tagged", "priority" or "all"; the VLAN matched is the
+    outermost tag's, and identification looks through an R-TAG. What frerlab decided where the
+    standard is open is in docs/8021cb-decisions.md.
+
+        >>> ids = StreamIdentifier()
+        >>> ids.add_ip(7, dst_ip="198.18.0.2", next_protocol="udp", dst_port=5001)
+    """
+
+    def __init__(self) -> None:
+        self._table = _native.StreamIdentifier()
+
+    def add_null(self, handle: int, dst_mac: str, tagged: str = "all", vid: int = 0) -> None:
+        """Null stream identification (type 1): destination MAC and VLAN."""
+        self._table.add_null(handle, dst_mac, tagged, vid)
+
+    def add_source_mac_vlan(self, handle: int, src_mac: str, tagged: str = "all",
+                            vid: int = 0) -> None:
+        """Source MAC and VLAN stream identification (type 2)."""
+        self._table.add_source_mac_vlan(handle, src_mac, tagged, vid)
+
+    def add_active_dest_mac_vlan(self, handle: int, down: Mapping[str, object],
+                                 up: Mapping[str, object]) -> None:
+        """Active destination MAC and VLAN identification (type 3). `down` and `up` are
+        {"mac": str, "vid": int, "pcp": int}: the values on the wire, and those above it."""
+        sides = []
+        for name, side in (("down", down), ("up", up)):
+            unknown = set(side) - {"mac", "vid", "pcp"}
+            if unknown or "mac" not in side:
+                raise ValueError(f"{name} {dict(side)!r} is not valid (keys mac, vid, pcp; "
+                                 "mac required)")
+            sides += [side["mac"], side.get("vid", 0), side.get("pcp", 0)]
+        self._table.add_active_dest_mac_vlan(handle, *sides)
+
+    def add_ip(self, handle: int, *, dst_mac: str | None = None, tagged: str = "all",
+               vid: int = 0, src_ip: str = "0.0.0.0", dst_ip: str = "0.0.0.0", dscp: int = 64,
+               next_protocol: str = "none", src_port: int = 0, dst_port: int = 0) -> None:
+        """IP stream identification (type 4), IPv4 or IPv6."""
+        self._table.add_ip(handle, dst_mac, tagged, vid, src_ip, dst_ip, dscp, next_protocol,
+                           src_port, dst_port)
+
+    def add_mask_and_match(self, handle: int, *, msdu_match: bytes, msdu_mask: bytes,
+                           dst_mac: str = "00:00:00:00:00:00",
+                           dst_mac_mask: str = "00:00:00:00:00:00",
+                           src_mac: str = "00:00:00:00:00:00",
+                           src_mac_mask: str = "00:00:00:00:00:00") -> None:
+        """Mask-and-match identification (type 5): masked MACs and the first 2..1024 bytes of
+        the MSDU (from the EtherType after any VLAN tags and R-TAG)."""
+        self._table.add_mask_and_match(handle, dst_mac, dst_mac_mask, src_mac, src_mac_mask,
+                                       bytes(msdu_match), bytes(msdu_mask))
+
+    def identify(self, frame: bytes) -> int | None:
+        """The handle of the first matching identity; ValueError for a frame too short for
+        its Ethernet and VLAN headers."""
+        return self._table.identify(bytes(frame))
+
+    def rewrite(self, handle: int, frame: bytes, direction: Literal["down", "up"]) -> bytes | None:
+        """The frame rewritten by active identity `handle` toward the wire ("down") or up
+        from it, or None when the frame does not carry the other side's MAC/VID/PCP."""
+        return self._table.rewrite(handle, bytes(frame), direction)
 
 
 def push_rtag(frame: bytes, seq: int) -> bytes:

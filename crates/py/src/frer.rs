@@ -1,11 +1,19 @@
 //! Python bindings for crates/frer; `frerlab.frer` wraps them into the public Python API.
 //! Conversions and error mapping only: parameter checks and messages live in crates/frer.
+use std::net::IpAddr;
+
 use frer::generation::SequenceGenerator;
+use frer::identify::{
+    ActiveDestMacVlanIdentity, DestMacVlan, IpIdentity, MaskAndMatchIdentity, NextProtocol,
+    NullIdentity, SourceMacVlanIdentity, StreamHandle, StreamIdentifier, StreamIdentity,
+    TagMatch,
+};
 use frer::latent::{LatentErrorDetector, LatentParamError, LatentParams};
 use frer::recovery::{
     check_history_length, check_reset_timeout, Algorithm, RecoveryCounters, RecoveryParams,
     SequenceRecovery,
 };
+use frer::wire::MacAddr;
 use frer::SeqNum;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -189,11 +197,206 @@ fn pop_rtag<'py>(py: Python<'py>, frame: &[u8]) -> PyResult<(u16, Bound<'py, PyB
     Ok((seq.0, PyBytes::new(py, &untagged)))
 }
 
+fn mac(field: &str, text: &str) -> PyResult<MacAddr> {
+    text.parse().map_err(|e| value_error(format!("{field}: {e}")))
+}
+
+fn ip(field: &str, text: &str) -> PyResult<IpAddr> {
+    text.parse().map_err(|_| {
+        value_error(format!("{field} {text:?} is not an IPv4 or IPv6 address (0.0.0.0 or :: to ignore)"))
+    })
+}
+
+fn tag_match(text: &str) -> PyResult<TagMatch> {
+    match text {
+        "tagged" => Ok(TagMatch::Tagged),
+        "priority" => Ok(TagMatch::Priority),
+        "all" => Ok(TagMatch::All),
+        _ => Err(value_error(format!("tagged {text:?} is not valid (\"tagged\", \"priority\" or \"all\")"))),
+    }
+}
+
+fn next_protocol(text: &str) -> PyResult<NextProtocol> {
+    match text {
+        "none" => Ok(NextProtocol::None),
+        "udp" => Ok(NextProtocol::Udp),
+        "tcp" => Ok(NextProtocol::Tcp),
+        "sctp" => Ok(NextProtocol::Sctp),
+        _ => Err(value_error(format!(
+            "next_protocol {text:?} is not valid (\"none\", \"udp\", \"tcp\" or \"sctp\")"
+        ))),
+    }
+}
+
+/// A number from Python that must fit the field's type; out of it, the same message as the
+/// core's range checks.
+fn field<T: TryFrom<i64>>(name: &str, value: i64, valid: &str) -> PyResult<T> {
+    T::try_from(value).map_err(|_| value_error(format!("{name} {value} is out of range ({valid})")))
+}
+
+/// A table of stream identities (802.1CB clause 6); the first match names a frame's stream.
+#[pyclass(name = "StreamIdentifier", module = "frerlab._native")]
+#[derive(Default)]
+struct PyStreamIdentifier {
+    inner: StreamIdentifier,
+}
+
+impl PyStreamIdentifier {
+    fn add(&mut self, handle: i64, identity: StreamIdentity) -> PyResult<()> {
+        let handle = StreamHandle(field("handle", handle, "0..=4294967295")?);
+        self.inner.add(handle, identity).map_err(value_error)
+    }
+
+    fn active(&self, handle: i64) -> PyResult<ActiveDestMacVlanIdentity> {
+        self.inner
+            .entries()
+            .iter()
+            .find_map(|(h, identity)| match identity {
+                StreamIdentity::ActiveDestMacVlan(active) if i64::from(h.0) == handle => Some(*active),
+                _ => None,
+            })
+            .ok_or_else(|| value_error(format!("handle {handle} has no active destination MAC and VLAN identity")))
+    }
+}
+
+#[pymethods]
+impl PyStreamIdentifier {
+    #[new]
+    fn new() -> Self {
+        Self::default()
+    }
+
+    /// Null stream identification (type 1).
+    fn add_null(&mut self, handle: i64, dst_mac: &str, tagged: &str, vid: i64) -> PyResult<()> {
+        let identity = NullIdentity {
+            dst_mac: mac("dst_mac", dst_mac)?,
+            tagged: tag_match(tagged)?,
+            vid: field("vid", vid, "0..=4095")?,
+        };
+        self.add(handle, StreamIdentity::Null(identity))
+    }
+
+    /// Source MAC and VLAN stream identification (type 2).
+    fn add_source_mac_vlan(&mut self, handle: i64, src_mac: &str, tagged: &str, vid: i64) -> PyResult<()> {
+        let identity = SourceMacVlanIdentity {
+            src_mac: mac("src_mac", src_mac)?,
+            tagged: tag_match(tagged)?,
+            vid: field("vid", vid, "0..=4095")?,
+        };
+        self.add(handle, StreamIdentity::SourceMacVlan(identity))
+    }
+
+    /// Active destination MAC and VLAN stream identification (type 3): down = on the wire.
+    #[allow(clippy::too_many_arguments)]
+    fn add_active_dest_mac_vlan(
+        &mut self,
+        handle: i64,
+        down_mac: &str,
+        down_vid: i64,
+        down_pcp: i64,
+        up_mac: &str,
+        up_vid: i64,
+        up_pcp: i64,
+    ) -> PyResult<()> {
+        let side = |mac_text: &str, vid: i64, pcp: i64, prefix: &str| -> PyResult<DestMacVlan> {
+            DestMacVlan::new(
+                mac(&format!("{prefix}_mac"), mac_text)?,
+                field(&format!("{prefix}_vid"), vid, "0..=4095")?,
+                field(&format!("{prefix}_pcp"), pcp, "0..=7")?,
+            )
+            .map_err(value_error)
+        };
+        let identity = ActiveDestMacVlanIdentity {
+            down: side(down_mac, down_vid, down_pcp, "down")?,
+            up: side(up_mac, up_vid, up_pcp, "up")?,
+        };
+        self.add(handle, StreamIdentity::ActiveDestMacVlan(identity))
+    }
+
+    /// IP stream identification (type 4).
+    #[allow(clippy::too_many_arguments)]
+    fn add_ip(
+        &mut self,
+        handle: i64,
+        dst_mac: Option<&str>,
+        tagged: &str,
+        vid: i64,
+        src_ip: &str,
+        dst_ip: &str,
+        dscp: i64,
+        next_protocol: &str,
+        src_port: i64,
+        dst_port: i64,
+    ) -> PyResult<()> {
+        let identity = IpIdentity {
+            dst_mac: dst_mac.map(|m| mac("dst_mac", m)).transpose()?,
+            tagged: tag_match(tagged)?,
+            vid: field("vid", vid, "0..=4095")?,
+            src_ip: ip("src_ip", src_ip)?,
+            dst_ip: ip("dst_ip", dst_ip)?,
+            dscp: field("dscp", dscp, "0..=63, or 64 to ignore")?,
+            next_protocol: self::next_protocol(next_protocol)?,
+            src_port: field("src_port", src_port, "0..=65535, 0 to ignore")?,
+            dst_port: field("dst_port", dst_port, "0..=65535, 0 to ignore")?,
+        };
+        self.add(handle, StreamIdentity::Ip(identity))
+    }
+
+    /// Mask-and-match stream identification (type 5).
+    #[allow(clippy::too_many_arguments)]
+    fn add_mask_and_match(
+        &mut self,
+        handle: i64,
+        dst_mac: &str,
+        dst_mac_mask: &str,
+        src_mac: &str,
+        src_mac_mask: &str,
+        msdu_match: Vec<u8>,
+        msdu_mask: Vec<u8>,
+    ) -> PyResult<()> {
+        let identity = MaskAndMatchIdentity {
+            dst_mac: mac("dst_mac", dst_mac)?,
+            dst_mac_mask: mac("dst_mac_mask", dst_mac_mask)?,
+            src_mac: mac("src_mac", src_mac)?,
+            src_mac_mask: mac("src_mac_mask", src_mac_mask)?,
+            msdu_match,
+            msdu_mask,
+        };
+        self.add(handle, StreamIdentity::MaskAndMatch(identity))
+    }
+
+    /// The handle of the first identity the frame matches, or None.
+    fn identify(&self, frame: &[u8]) -> PyResult<Option<u32>> {
+        Ok(self.inner.identify(frame).map_err(value_error)?.map(|h| h.0))
+    }
+
+    /// The frame rewritten by the active identity `handle` ("down" toward the wire or "up"),
+    /// or None if the frame does not carry that identity's other side.
+    fn rewrite<'py>(
+        &self,
+        py: Python<'py>,
+        handle: i64,
+        frame: &[u8],
+        direction: &str,
+    ) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        let active = self.active(handle)?;
+        let mut out = frame.to_vec();
+        let rewritten = match direction {
+            "down" => active.rewrite_down(&mut out),
+            "up" => active.rewrite_up(&mut out),
+            _ => return Err(value_error(format!("direction {direction:?} is not valid (\"down\" or \"up\")"))),
+        }
+        .map_err(value_error)?;
+        Ok(rewritten.then(|| PyBytes::new(py, &out)))
+    }
+}
+
 /// Adds this area's classes and functions to the extension module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PySequenceRecovery>()?;
     m.add_class::<PySequenceGenerator>()?;
     m.add_class::<PyLatentErrorDetector>()?;
+    m.add_class::<PyStreamIdentifier>()?;
     m.add_function(wrap_pyfunction!(push_rtag, m)?)?;
     m.add_function(wrap_pyfunction!(pop_rtag, m)?)?;
     Ok(())
