@@ -28,7 +28,7 @@ fn two_path_arrivals() -> Vec<SeqNum> {
         state ^= state << 13;
         state ^= state >> 7;
         state ^= state << 17;
-        state % 100 == 0
+        state.is_multiple_of(100)
     };
     let mut arrivals = Vec::with_capacity(2 * NUMBERS);
     for i in 0..NUMBERS {
