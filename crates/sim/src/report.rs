@@ -1,0 +1,263 @@
+//! The results of a run as plain rows, serialised to JSON for the Python side (which turns
+//! each table into a pandas DataFrame): per-stream summaries, per-interval series, per-port
+//! and per-node counters, FRER counters, the optional trace, and how fast the run went.
+
+use frer::recovery::RecoveryCounters;
+use serde::Serialize;
+
+use crate::metrics::{IntervalRow, StreamSummary};
+use crate::port::{ClassCounters, DropReason, Port};
+use crate::units::SimTime;
+
+/// Everything a run reports.
+#[derive(Debug, Default, Serialize)]
+pub struct Report {
+    /// One row per stream.
+    pub streams: Vec<StreamSummary>,
+    /// One row per stream and interval.
+    pub series: Vec<SeriesRow>,
+    /// One row per port and traffic class that carried or dropped frames.
+    pub ports: Vec<PortRow>,
+    /// One row per node.
+    pub nodes: Vec<NodeRow>,
+    /// One row per recovery function.
+    pub frer: Vec<FrerRow>,
+    /// Every transmission and drop, when the scenario asked for a trace.
+    pub trace: Vec<TraceRecord>,
+    /// Size and speed of the run.
+    pub run: RunInfo,
+}
+
+/// One interval of a stream's series.
+#[derive(Debug, Serialize)]
+pub struct SeriesRow {
+    /// Stream name.
+    pub stream: String,
+    /// Start of the interval, in seconds.
+    pub time_s: f64,
+    /// Frames sent in the interval.
+    pub sent: u64,
+    /// Of those, distinct frames received.
+    pub received: u64,
+    /// Of those, frames never received.
+    pub lost: u64,
+    /// Extra copies of frames sent in the interval.
+    pub duplicates: u64,
+    /// Reordered frames among those sent in the interval.
+    pub reordered: u64,
+    /// Mean latency of frames sent in the interval, in nanoseconds.
+    pub latency_mean_ns: Option<f64>,
+    /// L2 throughput of distinct frames arriving in the interval, in bit/s.
+    pub throughput_bps: f64,
+}
+
+impl SeriesRow {
+    /// The row of interval `row` starting at `time_s`, `length_s` long.
+    pub fn new(stream: &str, time_s: f64, length_s: f64, row: &IntervalRow) -> Self {
+        SeriesRow {
+            stream: stream.to_string(),
+            time_s,
+            sent: row.sent,
+            received: row.received,
+            lost: row.sent.saturating_sub(row.received),
+            duplicates: row.duplicates,
+            reordered: row.reordered,
+            latency_mean_ns: (row.received > 0)
+                .then(|| row.latency_sum_ps / row.received as f64 / 1000.0),
+            throughput_bps: row.rx_bytes as f64 * 8.0 / length_s,
+        }
+    }
+}
+
+/// Counters of one traffic class of one port.
+#[derive(Debug, Serialize)]
+pub struct PortRow {
+    /// Port name.
+    pub port: String,
+    /// Node owning the port.
+    pub node: String,
+    /// Node at the far end.
+    pub peer: String,
+    /// Traffic class.
+    pub class: u8,
+    /// Frames transmitted.
+    pub tx_frames: u64,
+    /// Frame bytes transmitted.
+    pub tx_bytes: u64,
+    /// Largest queue occupancy, in buffer bytes.
+    pub max_queue_bytes: u64,
+    /// Tail drops at the per-queue limit.
+    pub drop_queue_full: u64,
+    /// Drops for lack of shared buffer.
+    pub drop_buffer_full: u64,
+    /// Frames lost on a failed link.
+    pub drop_link_down: u64,
+    /// Frames lost to random link loss.
+    pub drop_link_loss: u64,
+    /// Frames longer than every gate window of their class.
+    pub drop_gate_too_short: u64,
+}
+
+impl PortRow {
+    /// The row of `class` of `port`.
+    pub fn new(port: &Port, class: u8, c: &ClassCounters, node_names: &[&str]) -> Self {
+        let d = |reason: DropReason| c.drops[reason as usize];
+        PortRow {
+            port: port.name.clone(),
+            node: node_names[port.from as usize].to_string(),
+            peer: node_names[port.to as usize].to_string(),
+            class,
+            tx_frames: c.tx_frames,
+            tx_bytes: c.tx_bytes,
+            max_queue_bytes: c.max_queue_bytes,
+            drop_queue_full: d(DropReason::QueueFull),
+            drop_buffer_full: d(DropReason::BufferFull),
+            drop_link_down: d(DropReason::LinkDown),
+            drop_link_loss: d(DropReason::LinkLoss),
+            drop_gate_too_short: d(DropReason::GateTooShort),
+        }
+    }
+}
+
+/// Buffer use of one node.
+#[derive(Debug, Serialize)]
+pub struct NodeRow {
+    /// Node name.
+    pub node: String,
+    /// Largest total of queued buffer bytes over its ports.
+    pub buffer_peak_bytes: u64,
+}
+
+/// The clause-10 counters of one recovery function.
+#[derive(Debug, Serialize)]
+pub struct FrerRow {
+    /// Stream name.
+    pub stream: String,
+    /// Node it runs on.
+    pub node: String,
+    /// Port whose frames it sees (individual recovery of a member stream), if restricted.
+    pub ingress: Option<String>,
+    /// Individual recovery.
+    pub individual: bool,
+    /// frerCpsSeqRcvyPassedPackets.
+    pub passed_packets: u64,
+    /// frerCpsSeqRcvyDiscardedPackets.
+    pub discarded_packets: u64,
+    /// frerCpsSeqRcvyOutOfOrderPackets.
+    pub out_of_order_packets: u64,
+    /// frerCpsSeqRcvyRoguePackets.
+    pub rogue_packets: u64,
+    /// frerCpsSeqRcvyLostPackets.
+    pub lost_packets: u64,
+    /// frerCpsSeqRcvyTaglessPackets.
+    pub tagless_packets: u64,
+    /// frerCpsSeqRcvyResets.
+    pub resets: u64,
+}
+
+impl FrerRow {
+    /// The row of one function.
+    pub fn new(
+        stream: &str,
+        node: &str,
+        ingress: Option<String>,
+        individual: bool,
+        c: &RecoveryCounters,
+    ) -> Self {
+        FrerRow {
+            stream: stream.to_string(),
+            node: node.to_string(),
+            ingress,
+            individual,
+            passed_packets: c.passed_packets,
+            discarded_packets: c.discarded_packets,
+            out_of_order_packets: c.out_of_order_packets,
+            rogue_packets: c.rogue_packets,
+            lost_packets: c.lost_packets,
+            tagless_packets: c.tagless_packets,
+            resets: c.resets,
+        }
+    }
+}
+
+/// A transmission or drop as recorded during the run (indices, not names).
+#[derive(Clone, Copy, Debug)]
+pub struct TraceRow {
+    start: SimTime,
+    end: SimTime,
+    port: u32,
+    class: u8,
+    stream: u32,
+    number: u64,
+    drop: Option<DropReason>,
+}
+
+impl TraceRow {
+    /// A frame of `stream` numbered `number` left (`drop` None) or was dropped at `port`.
+    pub fn new(
+        start: SimTime,
+        end: SimTime,
+        port: u32,
+        class: u8,
+        stream: u32,
+        number: u64,
+        drop: Option<DropReason>,
+    ) -> Self {
+        TraceRow {
+            start,
+            end,
+            port,
+            class,
+            stream,
+            number,
+            drop,
+        }
+    }
+
+    /// The reported form, with names.
+    pub fn named(&self, ports: &[Port], streams: &[&str]) -> TraceRecord {
+        TraceRecord {
+            start_ns: self.start.0 as f64 / 1000.0,
+            end_ns: self.end.0 as f64 / 1000.0,
+            port: ports[self.port as usize].name.clone(),
+            class: self.class,
+            stream: streams[self.stream as usize].to_string(),
+            number: self.number,
+            drop: self.drop,
+        }
+    }
+}
+
+/// One transmission (start and end on the wire) or drop (`drop` says why).
+#[derive(Debug, Serialize)]
+pub struct TraceRecord {
+    /// When transmission started (or the drop happened), in nanoseconds.
+    pub start_ns: f64,
+    /// When the last bit left, in nanoseconds (equal to `start_ns` for drops).
+    pub end_ns: f64,
+    /// Port name.
+    pub port: String,
+    /// Traffic class.
+    pub class: u8,
+    /// Stream name.
+    pub stream: String,
+    /// The frame's number within its stream.
+    pub number: u64,
+    /// Why it was dropped; `None` for a transmission.
+    pub drop: Option<DropReason>,
+}
+
+/// How big and how fast a run was.
+#[derive(Debug, Default, Serialize)]
+pub struct RunInfo {
+    /// Events processed.
+    pub events: u64,
+    /// Wall-clock time of the event loop.
+    pub wall_seconds: f64,
+    /// events / wall_seconds.
+    pub events_per_second: f64,
+    /// Simulated time at the last event.
+    pub simulated_seconds: f64,
+    /// Frames the talkers created.
+    pub frames_created: u64,
+}

@@ -1,0 +1,436 @@
+//! The scenario as the simulator reads it: plain data in canonical units (picoseconds, bits
+//! per second, bytes) with nodes, ports and streams referred to by index. The Python side turns
+//! a user's YAML (names, unit strings, paths) into this form; `check` rejects what would make
+//! the model meaningless, naming the bad value and what would be valid.
+
+use serde::Deserialize;
+
+use crate::units::{BitsPerSec, Bytes, SimTime};
+
+/// Number of traffic classes of an egress port (IEEE 802.1Q).
+pub const TRAFFIC_CLASSES: usize = 8;
+
+/// A whole scenario.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Spec {
+    /// Seed of every random number in the run.
+    pub seed: u64,
+    /// Sources stop creating frames at this time; the run continues until the network is empty.
+    pub duration: SimTime,
+    /// Frames created before this time are left out of the stream metrics.
+    #[serde(default)]
+    pub warmup: SimTime,
+    /// Length of one interval of the per-interval series.
+    pub interval: SimTime,
+    /// Record every transmission and drop (large; for tests and plots of short runs).
+    #[serde(default)]
+    pub trace: bool,
+    /// Hosts and switches.
+    pub nodes: Vec<NodeSpec>,
+    /// Egress ports, each with the link it drives (one direction of a cable).
+    pub ports: Vec<PortSpec>,
+    /// Traffic streams with their routes and FRER functions.
+    pub streams: Vec<StreamSpec>,
+}
+
+/// A host or switch.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeSpec {
+    /// Name used in reports.
+    pub name: String,
+    /// Store-and-forward processing delay added to every frame arriving at this node.
+    #[serde(default)]
+    pub processing_delay: SimTime,
+    /// Shared buffer pool of all egress ports of this node; `None` is unlimited.
+    #[serde(default)]
+    pub shared_buffer: Option<Bytes>,
+    /// Buffer allocation unit: a frame occupies its size rounded up to whole cells.
+    #[serde(default = "one_byte")]
+    pub cell: Bytes,
+}
+
+fn one_byte() -> Bytes {
+    Bytes(1)
+}
+
+/// An egress port and the link it transmits on.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PortSpec {
+    /// Name used in reports (the link name and its direction).
+    pub name: String,
+    /// Index of the node that owns the port.
+    pub from: u32,
+    /// Index of the node at the other end of the link.
+    pub to: u32,
+    /// Line rate.
+    pub rate: BitsPerSec,
+    /// Propagation delay of the link.
+    #[serde(default)]
+    pub delay: SimTime,
+    /// Bytes sent on the wire per frame on top of the frame (preamble, SFD, inter-frame gap).
+    pub overhead: Bytes,
+    /// Per-class queue limits; `None` is unlimited. Exactly 8 entries.
+    pub queue_limits: Vec<Option<Bytes>>,
+    /// Per-class credit-based shaper idleSlope; `None` is no shaper. Exactly 8 entries.
+    pub idle_slopes: Vec<Option<BitsPerSec>>,
+    /// Time-aware shaper gate control list; `None` keeps every gate open.
+    #[serde(default)]
+    pub gate_control: Option<GateControlSpec>,
+    /// Intervals `[down, up)` during which the link loses every frame it carries.
+    #[serde(default)]
+    pub failures: Vec<(SimTime, SimTime)>,
+    /// Random loss on the link.
+    #[serde(default)]
+    pub loss: LossSpec,
+}
+
+/// A cyclic gate control list (802.1Qbv).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GateControlSpec {
+    /// The time at which the first entry starts (modulo the cycle).
+    #[serde(default)]
+    pub base_time: SimTime,
+    /// Entries in order: (gate states, one bit per traffic class; duration).
+    pub entries: Vec<(u8, SimTime)>,
+}
+
+/// Random frame loss on a link.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(tag = "model", rename_all = "snake_case", deny_unknown_fields)]
+pub enum LossSpec {
+    /// No random loss.
+    #[default]
+    None,
+    /// Each frame lost independently with probability `p`.
+    Bernoulli {
+        /// Loss probability.
+        p: f64,
+    },
+    /// Gilbert-Elliott two-state burst loss.
+    GilbertElliott {
+        /// Probability of moving from the good to the bad state, per frame.
+        p_good_to_bad: f64,
+        /// Probability of moving from the bad to the good state, per frame.
+        p_bad_to_good: f64,
+        /// Loss probability in the good state.
+        loss_good: f64,
+        /// Loss probability in the bad state.
+        loss_bad: f64,
+    },
+}
+
+/// A stream: a source on a host, a route tree to the destination host, and FRER functions.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StreamSpec {
+    /// Name used in reports.
+    pub name: String,
+    /// Index of the talker host.
+    pub source: u32,
+    /// Index of the listener host.
+    pub destination: u32,
+    /// Traffic class of the stream's frames (its PCP mapped one to one).
+    pub class: u8,
+    /// Frame sizes (Ethernet frame with FCS, without preamble).
+    pub frame_size: FrameSizeSpec,
+    /// Departure process.
+    pub pattern: PatternSpec,
+    /// Offered load (peak rate for on/off).
+    pub rate: BitsPerSec,
+    /// Whether `rate` counts the 20 bytes of Ethernet L1 overhead per frame.
+    pub rate_counts_l1: bool,
+    /// Time of the first frame.
+    #[serde(default)]
+    pub start: SimTime,
+    /// Stop after this many frames; `None` runs to the scenario duration.
+    #[serde(default)]
+    pub count: Option<u64>,
+    /// The route tree: hop `i` is a port, its children the hops a frame takes after it.
+    pub hops: Vec<HopSpec>,
+    /// Hops a frame takes from the talker (more than one replicates at the talker).
+    pub first_hops: Vec<u32>,
+    /// Node with the sequence generation function (numbers frames before replication).
+    #[serde(default)]
+    pub generation: Option<u32>,
+    /// Bytes the R-TAG adds while a frame carries a sequence number.
+    #[serde(default)]
+    pub rtag_bytes: u32,
+    /// Sequence / individual recovery functions, applied in this order at their nodes.
+    #[serde(default)]
+    pub recovery: Vec<RecoverySpec>,
+}
+
+/// One hop of a route tree.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HopSpec {
+    /// The port the frame is sent from.
+    pub port: u32,
+    /// Hops that follow at the port's far node (none: the far node is the listener).
+    pub next: Vec<u32>,
+}
+
+/// Frame size distribution.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(tag = "dist", rename_all = "snake_case", deny_unknown_fields)]
+pub enum FrameSizeSpec {
+    /// Every frame the same size.
+    Fixed {
+        /// Bytes.
+        bytes: u32,
+    },
+    /// Uniform over `min..=max` bytes.
+    Uniform {
+        /// Smallest size.
+        min: u32,
+        /// Largest size.
+        max: u32,
+    },
+    /// Exponential with the given mean, rounded to whole bytes, at least 1.
+    Exponential {
+        /// Mean size.
+        mean: f64,
+    },
+}
+
+/// Departure process of a source.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum PatternSpec {
+    /// Evenly spaced frames.
+    Constant,
+    /// Poisson departures.
+    Poisson,
+    /// Evenly spaced frames during `on`, silence during `off`, repeating.
+    OnOff {
+        /// Length of a burst.
+        on: SimTime,
+        /// Length of a pause.
+        off: SimTime,
+    },
+}
+
+/// A sequence recovery or individual recovery function.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecoverySpec {
+    /// Node it runs on.
+    pub node: u32,
+    /// Only frames that arrived through this port (a member stream); `None`: all of them.
+    #[serde(default)]
+    pub ingress: Option<u32>,
+    /// "vector" or "match".
+    pub algorithm: String,
+    /// frerSeqRcvyHistoryLength.
+    pub history_length: u16,
+    /// frerSeqRcvyResetMSec as a time; `None` never times out.
+    #[serde(default)]
+    pub reset_timeout: Option<SimTime>,
+    /// Individual recovery (7.5): leaves the R-TAG on for a later sequence recovery.
+    #[serde(default)]
+    pub individual: bool,
+    /// frerSeqRcvyTakeNoSequence.
+    #[serde(default)]
+    pub take_no_sequence: bool,
+}
+
+impl Spec {
+    /// Parses the JSON form.
+    ///
+    /// # Errors
+    /// The parser's message when the JSON does not match the schema.
+    pub fn from_json(text: &str) -> Result<Spec, String> {
+        serde_json::from_str(text).map_err(|e| format!("scenario spec: {e}"))
+    }
+
+    /// Checks ranges and cross references.
+    ///
+    /// # Errors
+    /// A message naming the first bad value and what would be valid.
+    pub fn check(&self) -> Result<(), String> {
+        let nodes = self.nodes.len() as u32;
+        let ports = self.ports.len() as u32;
+        if self.interval.0 == 0 {
+            return Err("interval 0 is out of range (> 0)".into());
+        }
+        for node in &self.nodes {
+            if node.cell.0 == 0 {
+                return Err(format!(
+                    "node {}: cell 0 bytes is out of range (>= 1)",
+                    node.name
+                ));
+            }
+        }
+        for port in &self.ports {
+            let name = &port.name;
+            if port.from >= nodes || port.to >= nodes {
+                return Err(format!("port {name}: node index out of range (0..{nodes})"));
+            }
+            if port.rate.0 == 0 {
+                return Err(format!("port {name}: rate 0 bit/s is out of range (> 0)"));
+            }
+            if port.queue_limits.len() != TRAFFIC_CLASSES
+                || port.idle_slopes.len() != TRAFFIC_CLASSES
+            {
+                return Err(format!(
+                    "port {name}: queue_limits and idle_slopes need {TRAFFIC_CLASSES} entries"
+                ));
+            }
+            for slope in port.idle_slopes.iter().flatten() {
+                if slope.0 == 0 || slope.0 > port.rate.0 {
+                    return Err(format!(
+                        "port {name}: idle slope {} bit/s is out of range (1..={} bit/s, the port rate)",
+                        slope.0, port.rate.0
+                    ));
+                }
+            }
+            if let Some(gcl) = &port.gate_control {
+                if gcl.entries.is_empty() || gcl.entries.iter().any(|(_, d)| d.0 == 0) {
+                    return Err(format!(
+                        "port {name}: gate control list needs entries of positive duration"
+                    ));
+                }
+            }
+            for (down, up) in &port.failures {
+                if down >= up {
+                    return Err(format!(
+                        "port {name}: failure [{}, {}) ps is empty (down < up)",
+                        down.0, up.0
+                    ));
+                }
+            }
+            check_loss(name, &port.loss)?;
+        }
+        for stream in &self.streams {
+            check_stream(stream, nodes, ports, &self.ports)?;
+        }
+        Ok(())
+    }
+}
+
+fn check_probability(owner: &str, field: &str, p: f64) -> Result<(), String> {
+    if (0.0..=1.0).contains(&p) {
+        Ok(())
+    } else {
+        Err(format!("{owner}: {field} {p} is out of range (0..=1)"))
+    }
+}
+
+fn check_loss(name: &str, loss: &LossSpec) -> Result<(), String> {
+    let owner = format!("port {name}");
+    match *loss {
+        LossSpec::None => Ok(()),
+        LossSpec::Bernoulli { p } => check_probability(&owner, "loss p", p),
+        LossSpec::GilbertElliott {
+            p_good_to_bad,
+            p_bad_to_good,
+            loss_good,
+            loss_bad,
+        } => {
+            check_probability(&owner, "p_good_to_bad", p_good_to_bad)?;
+            check_probability(&owner, "p_bad_to_good", p_bad_to_good)?;
+            check_probability(&owner, "loss_good", loss_good)?;
+            check_probability(&owner, "loss_bad", loss_bad)
+        }
+    }
+}
+
+fn check_stream(
+    stream: &StreamSpec,
+    nodes: u32,
+    ports: u32,
+    port_specs: &[PortSpec],
+) -> Result<(), String> {
+    let name = &stream.name;
+    if stream.source >= nodes || stream.destination >= nodes {
+        return Err(format!(
+            "stream {name}: node index out of range (0..{nodes})"
+        ));
+    }
+    if usize::from(stream.class) >= TRAFFIC_CLASSES {
+        return Err(format!(
+            "stream {name}: class {} is out of range (0..=7)",
+            stream.class
+        ));
+    }
+    if stream.rate.0 == 0 {
+        return Err(format!("stream {name}: rate 0 bit/s is out of range (> 0)"));
+    }
+    match stream.frame_size {
+        FrameSizeSpec::Fixed { bytes: 0 } => {
+            return Err(format!(
+                "stream {name}: frame size 0 is out of range (>= 1)"
+            ))
+        }
+        FrameSizeSpec::Uniform { min, max } if min == 0 || min > max => {
+            return Err(format!(
+                "stream {name}: frame sizes {min}..={max} are not a range of sizes >= 1"
+            ))
+        }
+        FrameSizeSpec::Exponential { mean } if mean.is_nan() || mean < 1.0 => {
+            return Err(format!(
+                "stream {name}: mean frame size {mean} is out of range (>= 1)"
+            ))
+        }
+        _ => {}
+    }
+    if let PatternSpec::OnOff { on, .. } = stream.pattern {
+        if on.0 == 0 {
+            return Err(format!("stream {name}: on time 0 is out of range (> 0)"));
+        }
+    }
+    let hops = stream.hops.len() as u32;
+    if stream.first_hops.is_empty() {
+        return Err(format!("stream {name}: needs at least one path"));
+    }
+    for &first in &stream.first_hops {
+        let hop = stream
+            .hops
+            .get(first as usize)
+            .ok_or_else(|| format!("stream {name}: hop {first} out of range"))?;
+        if port_specs.get(hop.port as usize).map(|p| p.from) != Some(stream.source) {
+            return Err(format!(
+                "stream {name}: the first hop does not leave the talker"
+            ));
+        }
+    }
+    for hop in &stream.hops {
+        let port = port_specs
+            .get(hop.port as usize)
+            .ok_or_else(|| format!("stream {name}: port {} out of range (0..{ports})", hop.port))?;
+        if hop.next.is_empty() && port.to != stream.destination {
+            return Err(format!(
+                "stream {name}: a path ends at node {} instead of the listener",
+                port.to
+            ));
+        }
+        for &next in &hop.next {
+            let next_hop = stream.hops.get(next as usize).filter(|_| next < hops);
+            let next_port = next_hop.and_then(|h| port_specs.get(h.port as usize));
+            if next_port.map(|p| p.from) != Some(port.to) {
+                return Err(format!(
+                    "stream {name}: hop after port {} does not leave node {}",
+                    port.name, port.to
+                ));
+            }
+        }
+    }
+    for r in &stream.recovery {
+        if r.node >= nodes {
+            return Err(format!(
+                "stream {name}: recovery node {} out of range (0..{nodes})",
+                r.node
+            ));
+        }
+    }
+    if stream.generation.is_some_and(|g| g >= nodes) {
+        return Err(format!(
+            "stream {name}: generation node out of range (0..{nodes})"
+        ));
+    }
+    Ok(())
+}

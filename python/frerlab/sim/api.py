@@ -1,0 +1,171 @@
+"""The Python face of the simulator: run a scenario and get pandas DataFrames back.
+
+    from frerlab import sim
+    result = sim.run("scenarios/seed000_frer_2hop.yaml")
+    result.streams        # one row per stream: sent, received, lost, loss_ratio, duplicates,
+                          # reordered, latency_{min,mean,stddev,max,p50,p90,p99,p99_9,...}_ns
+    result.series         # per stream and interval: sent, received, lost, throughput_bps, ...
+    result.ports, result.nodes, result.frer, result.trace
+    sim.sweep(scenario, {"streams.video.rate": ["100Mbps", "200Mbps"]})
+
+A scenario may be given as a path, a dict or a `Scenario`; `overrides` set fields by dotted
+path (list items by name or index) before validation, which is also how sweeps vary a field.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import platform
+import tempfile
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from frerlab import __version__
+from frerlab.errors import UsageError
+from frerlab.sim.scenario import Scenario, compile_spec, parse_scenario, read_data
+
+TABLES = ("streams", "series", "ports", "nodes", "frer", "trace")
+
+
+@dataclass
+class SimResult:
+    """The report of one run, each table as a DataFrame, plus the raw report."""
+
+    scenario: Scenario
+    report: dict[str, Any]
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name in TABLES:
+            self.tables[name] = pd.DataFrame(self.report[name])
+
+    @property
+    def streams(self) -> pd.DataFrame:
+        """One row per stream (listener metrics)."""
+        return self.tables["streams"]
+
+    @property
+    def series(self) -> pd.DataFrame:
+        """One row per stream and interval."""
+        return self.tables["series"]
+
+    @property
+    def ports(self) -> pd.DataFrame:
+        """One row per port and traffic class that carried or dropped frames."""
+        return self.tables["ports"]
+
+    @property
+    def nodes(self) -> pd.DataFrame:
+        """Peak buffer use per node."""
+        return self.tables["nodes"]
+
+    @property
+    def frer(self) -> pd.DataFrame:
+        """Counters of every sequence recovery function."""
+        return self.tables["frer"]
+
+    @property
+    def trace(self) -> pd.DataFrame:
+        """Every transmission and drop, when the scenario set `trace: true`."""
+        return self.tables["trace"]
+
+    @property
+    def run_info(self) -> dict[str, Any]:
+        """Events, wall time, events per second, simulated seconds, frames created."""
+        return self.report["run"]
+
+    def save(self, directory: str | Path) -> Path:
+        """Writes the raw report first, then meta.json and one CSV per table; returns the dir."""
+        out = Path(directory)
+        out.mkdir(parents=True, exist_ok=True)
+        write_atomic(out / "report.json", json.dumps(self.report))
+        write_atomic(out / "scenario.json", self.scenario.model_dump_json(indent=2))
+        write_atomic(out / "meta.json", json.dumps(run_meta(self.scenario, self.report["run"]), indent=2))
+        for name, table in self.tables.items():
+            if not table.empty:
+                write_atomic(out / f"{name}.csv", table.to_csv(index=False))
+        return out
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Writes `text` to `path` through a temporary file in the same directory and a rename."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def run_meta(scenario: Scenario, run: dict[str, Any]) -> dict[str, Any]:
+    """Who ran what, where and when, for a results directory."""
+    return {
+        "tool": "frerlab sim", "frerlab_version": __version__, "scenario": scenario.name,
+        "host": platform.node(), "platform": platform.platform(), "python": platform.python_version(),
+        "finished": datetime.now(timezone.utc).isoformat(), "run": run,
+    }
+
+
+def set_field(data: dict[str, Any], dotted: str, value: Any) -> None:
+    """Sets `dotted` (e.g. "streams.video.rate" or "links.0.loss.p") in plain scenario data;
+    list items are found by their `name` or by index. Raises UsageError for a bad path."""
+    parts = dotted.split(".")
+    target: Any = data
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        if isinstance(target, list):
+            index = next((k for k, item in enumerate(target) if isinstance(item, dict) and item.get("name") == part), None)
+            if index is None and part.isdigit() and int(part) < len(target):
+                index = int(part)
+            if index is None:
+                names = [item.get("name") for item in target if isinstance(item, dict)]
+                raise UsageError(f"field {dotted!r}: no list item {part!r} (names: {names}, or an index < {len(target)})")
+            if last:
+                target[index] = value
+            else:
+                target = target[index]
+        elif isinstance(target, dict):
+            if last:
+                target[part] = value
+            else:
+                target = target.setdefault(part, {})
+        else:
+            raise UsageError(f"field {dotted!r}: {'.'.join(parts[:i])} is a value, not a mapping or list")
+
+
+def scenario_data(scenario: str | Path | dict[str, Any] | Scenario) -> dict[str, Any]:
+    """Plain data of a scenario given as a path, a dict or a Scenario (a deep copy)."""
+    if isinstance(scenario, Scenario):
+        return scenario.model_dump(mode="json", exclude={"sweep"})
+    if isinstance(scenario, dict):
+        return copy.deepcopy(scenario)
+    return read_data(scenario)
+
+
+def prepare(scenario: str | Path | dict[str, Any] | Scenario, overrides: dict[str, Any] | None = None) -> Scenario:
+    """The validated scenario after applying `overrides` (dotted field -> value)."""
+    data = scenario_data(scenario)
+    for dotted, value in (overrides or {}).items():
+        set_field(data, dotted, value)
+    source = str(scenario) if isinstance(scenario, (str, Path)) else "scenario"
+    return parse_scenario(data, source)
+
+
+def run(scenario: str | Path | dict[str, Any] | Scenario, overrides: dict[str, Any] | None = None) -> SimResult:
+    """Runs one scenario (its `sweep` section is ignored) and returns the result tables."""
+    from frerlab import _native
+
+    sc = prepare(scenario, overrides)
+    try:
+        report = json.loads(_native.sim_run(json.dumps(compile_spec(sc))))
+    except ValueError as err:
+        raise UsageError(f"{sc.name}: {err}") from None
+    return SimResult(sc, report)

@@ -1,0 +1,379 @@
+"""The scenario file: a YAML description of a TSN network (hosts, switches, links with their
+egress queues and shapers, streams with their paths and FRER functions), validated with
+pydantic, and compiled into the index-based spec the Rust simulator runs.
+
+Names are used everywhere in the file (links are named, paths are lists of link names, FRER
+functions sit on named nodes), units are strings ("1Gbps", "10ms", "160KiB"). FRER settings
+use the IEEE 802.1CB YANG names (sequence_generation, sequence_recovery, algorithm,
+history_length, reset_timeout, individual_recovery, take_no_sequence).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, ValidationError, model_validator
+
+from frerlab.errors import UsageError
+from frerlab.sim.units import rate_bps, size_bytes, time_ps
+
+Rate = Annotated[int, BeforeValidator(rate_bps)]
+# Times are held in picoseconds and written back with their unit (a bare number means seconds).
+Time = Annotated[int, BeforeValidator(time_ps), PlainSerializer(lambda ps: f"{ps}ps", when_used="json")]
+Size = Annotated[int, BeforeValidator(size_bytes)]
+
+CLASSES = range(8)
+# Ethernet preamble + SFD + minimum inter-frame gap (IEEE 802.3), counted by L1 rates.
+L1_OVERHEAD_BYTES = 20
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=False)
+
+
+class Buffer(_Model):
+    """A switch's shared packet buffer."""
+
+    shared: Size | None = Field(None, description="bytes shared by all egress queues; none: unlimited")
+    cell: Size = Field(1, ge=1, description="allocation unit: a frame takes whole cells")
+
+
+class Node(_Model):
+    """A host (talker/listener) or a switch."""
+
+    kind: Literal["host", "switch"]
+    processing_delay: Time = 0
+    buffer: Buffer = Buffer()
+
+
+class GateEntry(_Model):
+    """One entry of a gate control list: which classes' gates are open, and for how long."""
+
+    open: list[Annotated[int, Field(ge=0, le=7)]]
+    duration: Time = Field(gt=0)
+
+
+class Gates(_Model):
+    """A time-aware shaper gate control list (802.1Qbv), repeated every cycle."""
+
+    base_time: Time = 0
+    entries: list[GateEntry] = Field(min_length=1)
+
+
+class Egress(_Model):
+    """Egress queues of a port: limits in bytes, credit-based shapers, gate control list."""
+
+    queue_limit: Size | dict[int, Size] | None = None
+    cbs: dict[int, Rate] = Field(default_factory=dict, description="idleSlope per traffic class")
+    gates: Gates | None = None
+
+    @model_validator(mode="after")
+    def _classes_exist(self) -> Egress:
+        for field, mapping in (("queue_limit", self.queue_limit), ("cbs", self.cbs)):
+            for c in mapping if isinstance(mapping, dict) else ():
+                if c not in CLASSES:
+                    raise ValueError(f"{field}: traffic class {c} is out of range (0..7)")
+        if self.cbs and self.gates:
+            raise ValueError("cbs and gates on the same port are not modelled together; use one")
+        return self
+
+    def limits(self) -> list[int | None]:
+        """The per-class limits, 8 entries."""
+        if isinstance(self.queue_limit, dict):
+            return [self.queue_limit.get(c) for c in CLASSES]
+        return [self.queue_limit] * 8
+
+
+class Failure(_Model):
+    """The link is down from `down` until `up`."""
+
+    down: Time
+    up: Time
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Failure:
+        if self.up <= self.down:
+            raise ValueError(f"failure up {self.up} ps is not after down {self.down} ps")
+        return self
+
+
+class Bernoulli(_Model):
+    """Each frame lost independently with probability p."""
+
+    model: Literal["bernoulli"]
+    p: float = Field(ge=0, le=1)
+
+
+class GilbertElliott(_Model):
+    """Two-state burst loss."""
+
+    model: Literal["gilbert_elliott"]
+    p_good_to_bad: float = Field(ge=0, le=1)
+    p_bad_to_good: float = Field(ge=0, le=1)
+    loss_good: float = Field(0.0, ge=0, le=1)
+    loss_bad: float = Field(1.0, ge=0, le=1)
+
+
+class Link(_Model):
+    """A full-duplex cable between two nodes; each direction is an egress port of its own."""
+
+    name: str
+    a: str
+    b: str
+    rate: Rate = Field(gt=0)
+    delay: Time = 0
+    overhead: Size = L1_OVERHEAD_BYTES
+    egress: Egress = Egress()
+    failures: list[Failure] = Field(default_factory=list)
+    loss: Annotated[Bernoulli | GilbertElliott, Field(discriminator="model")] | None = None
+
+
+class Exponential(_Model):
+    """Exponentially distributed frame sizes (for M/M/1 checks)."""
+
+    dist: Literal["exponential"]
+    mean: float = Field(ge=1)
+
+
+class UniformSize(_Model):
+    """Frame sizes uniform over min..max."""
+
+    dist: Literal["uniform"]
+    min: int = Field(ge=1)
+    max: int = Field(ge=1)
+
+
+class OnOff(_Model):
+    """Bursts at the stream rate for `on`, silence for `off`."""
+
+    on: Time = Field(gt=0)
+    off: Time
+
+
+class Recovery(_Model):
+    """A sequence recovery function (or individual recovery of one member stream)."""
+
+    node: str
+    ingress: str | None = Field(None, description="link name: only frames arriving over it")
+    algorithm: Literal["vector", "match"] = "vector"
+    history_length: int = Field(2, ge=2, le=1024)
+    reset_timeout: Time | None = None
+    individual_recovery: bool = False
+    take_no_sequence: bool = False
+
+
+class Frer(_Model):
+    """The FRER functions of a stream."""
+
+    sequence_generation: str = Field(description="node that numbers frames (before replication)")
+    rtag_bytes: int = Field(6, ge=0, le=64, description="bytes the R-TAG adds on the wire")
+    sequence_recovery: list[Recovery] = Field(default_factory=list)
+
+
+class Stream(_Model):
+    """Traffic from a talker to a listener over one or more paths."""
+
+    name: str
+    talker: str
+    listener: str
+    pcp: int = Field(0, ge=0, le=7, description="priority, mapped one to one to a traffic class")
+    frame_size: Size | Exponential | UniformSize = 1518
+    pattern: Literal["constant", "poisson"] | OnOff = "constant"
+    rate: Rate = Field(gt=0)
+    rate_layer: Literal["l1", "l2"] = "l2"
+    start: Time = 0
+    count: int | None = Field(None, ge=1)
+    paths: list[list[str]] = Field(min_length=1)
+    frer: Frer | None = None
+
+
+class Scenario(_Model):
+    """A whole scenario file."""
+
+    name: str
+    description: str = ""
+    seed: int = Field(1, ge=0, lt=2**64)
+    duration: Time = Field(gt=0)
+    warmup: Time = 0
+    interval: Time = Field(100_000_000_000, gt=0)
+    trace: bool = False
+    nodes: dict[str, Node]
+    links: list[Link]
+    streams: list[Stream] = Field(min_length=1)
+    sweep: dict[str, list[Any]] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _names_resolve(self) -> Scenario:
+        compile_spec(self)
+        return self
+
+
+def _known(kind: str, name: str, known: Any) -> str:
+    return f"{kind} {name!r} is not defined (defined: {', '.join(sorted(known))})"
+
+
+def compile_spec(sc: Scenario) -> dict[str, Any]:
+    """The Rust simulator's spec (indices and canonical units) for a validated scenario.
+
+    Raises ValueError naming the first unknown name or broken path.
+    """
+    node_index = {name: i for i, name in enumerate(sc.nodes)}
+    links = {}
+    for link in sc.links:
+        if link.name in links:
+            raise ValueError(f"link name {link.name!r} is used twice")
+        for end in (link.a, link.b):
+            if end not in node_index:
+                raise ValueError(f"link {link.name}: " + _known("node", end, node_index))
+        links[link.name] = link
+    ports, port_index = [], {}
+    for link in sc.links:
+        for src, dst in ((link.a, link.b), (link.b, link.a)):
+            port_index[(link.name, src)] = len(ports)
+            ports.append({
+                "name": f"{link.name}:{src}->{dst}",
+                "from": node_index[src], "to": node_index[dst], "rate": link.rate,
+                "delay": link.delay, "overhead": link.overhead,
+                "queue_limits": link.egress.limits(),
+                "idle_slopes": [link.egress.cbs.get(c) for c in CLASSES],
+                "gate_control": None if link.egress.gates is None else {
+                    "base_time": link.egress.gates.base_time,
+                    "entries": [[sum(1 << c for c in set(e.open)), e.duration] for e in link.egress.gates.entries],
+                },
+                "failures": [[f.down, f.up] for f in link.failures],
+                "loss": {"model": "none"} if link.loss is None else link.loss.model_dump(),
+            })
+    streams = [_compile_stream(s, node_index, links, port_index) for s in sc.streams]
+    names = [s.name for s in sc.streams]
+    if len(set(names)) != len(names):
+        raise ValueError(f"stream names must be unique: {names}")
+    return {
+        "seed": sc.seed, "duration": sc.duration, "warmup": sc.warmup, "interval": sc.interval,
+        "trace": sc.trace,
+        "nodes": [{"name": name, "processing_delay": n.processing_delay, "shared_buffer": n.buffer.shared,
+                   "cell": n.buffer.cell} for name, n in sc.nodes.items()],
+        "ports": ports, "streams": streams,
+    }
+
+
+def _compile_stream(s: Stream, node_index: dict, links: dict, port_index: dict) -> dict[str, Any]:
+    for role, name in (("talker", s.talker), ("listener", s.listener)):
+        if name not in node_index:
+            raise ValueError(f"stream {s.name}: {role} " + _known("node", name, node_index))
+    # The paths form a tree: a shared beginning is one hop, so a frame is copied where paths
+    # part. With FRER, copies are made at the sequence generation node: from there on each
+    # path carries its own copy, even over a link the paths share (e.g. a talker's one NIC).
+    split_at = s.frer.sequence_generation if s.frer else None
+    hops: list[dict] = []
+    children: dict[int, list[int]] = {-1: []}
+    trie: dict[tuple[int, ...], int] = {}
+    for number, path in enumerate(s.paths):
+        at, parent, split = s.talker, -1, False
+        for link_name in path:
+            link = links.get(link_name)
+            if link is None:
+                raise ValueError(f"stream {s.name}: path {path}: " + _known("link", link_name, links))
+            if at not in (link.a, link.b):
+                raise ValueError(f"stream {s.name}: path {path}: link {link_name} does not touch {at!r}")
+            split = split or at == split_at
+            port = port_index[(link_name, at)]
+            at = link.b if at == link.a else link.a
+            key = (parent, port, number) if split else (parent, port)
+            if key not in trie:
+                trie[key] = len(hops)
+                hops.append({"port": port, "next": []})
+                children[len(hops) - 1] = []
+                children[parent].append(len(hops) - 1)
+            parent = trie[key]
+        if at != s.listener:
+            raise ValueError(f"stream {s.name}: path {path} ends at {at!r}, not at the listener {s.listener!r}")
+    for i, hop in enumerate(hops):
+        hop["next"] = children[i]
+    spec: dict[str, Any] = {
+        "name": s.name, "source": node_index[s.talker], "destination": node_index[s.listener],
+        "class": s.pcp, "frame_size": _frame_size(s.frame_size), "pattern": _pattern(s.pattern),
+        "rate": s.rate, "rate_counts_l1": s.rate_layer == "l1", "start": s.start, "count": s.count,
+        "hops": hops, "first_hops": children[-1],
+    }
+    if s.frer is not None:
+        gen = s.frer.sequence_generation
+        if gen not in node_index:
+            raise ValueError(f"stream {s.name}: sequence_generation " + _known("node", gen, node_index))
+        spec["generation"] = node_index[gen]
+        spec["rtag_bytes"] = s.frer.rtag_bytes
+        spec["recovery"] = [_compile_recovery(s.name, r, node_index, links, port_index) for r in s.frer.sequence_recovery]
+    return spec
+
+
+def _compile_recovery(stream: str, r: Recovery, node_index: dict, links: dict, port_index: dict) -> dict[str, Any]:
+    if r.node not in node_index:
+        raise ValueError(f"stream {stream}: sequence_recovery " + _known("node", r.node, node_index))
+    ingress = None
+    if r.ingress is not None:
+        link = links.get(r.ingress)
+        if link is None:
+            raise ValueError(f"stream {stream}: sequence_recovery ingress " + _known("link", r.ingress, links))
+        if r.node not in (link.a, link.b):
+            raise ValueError(f"stream {stream}: ingress link {r.ingress} does not touch node {r.node!r}")
+        far = link.b if r.node == link.a else link.a
+        ingress = port_index[(r.ingress, far)]
+    return {
+        "node": node_index[r.node], "ingress": ingress, "algorithm": r.algorithm,
+        "history_length": r.history_length, "reset_timeout": r.reset_timeout,
+        "individual": r.individual_recovery, "take_no_sequence": r.take_no_sequence,
+    }
+
+
+def _frame_size(fs: int | Exponential | UniformSize) -> dict[str, Any]:
+    if isinstance(fs, int):
+        if fs < 1:
+            raise ValueError(f"frame_size {fs} is out of range (>= 1 byte)")
+        return {"dist": "fixed", "bytes": fs}
+    if isinstance(fs, UniformSize) and fs.min > fs.max:
+        raise ValueError(f"frame_size uniform min {fs.min} is above max {fs.max}")
+    return fs.model_dump()
+
+
+def _pattern(p: str | OnOff) -> dict[str, Any]:
+    if isinstance(p, OnOff):
+        return {"kind": "on_off", "on": p.on, "off": p.off}
+    return {"kind": p}
+
+
+def describe_error(err: ValidationError, source: str) -> str:
+    """One line per problem, naming the field path and what is wrong."""
+    lines = []
+    for e in err.errors():
+        loc = ".".join(str(p) for p in e["loc"] if not str(p).startswith("function-"))
+        msg = e["msg"].removeprefix("Value error, ")
+        lines.append(f"{source}: {loc}: {msg}" if loc else f"{source}: {msg}")
+    return "\n".join(lines)
+
+
+def parse_scenario(data: dict[str, Any], source: str = "scenario") -> Scenario:
+    """A validated Scenario from plain data; UsageError naming each bad field otherwise."""
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as err:
+        raise UsageError(describe_error(err, source)) from None
+
+
+def read_data(path: str | Path) -> dict[str, Any]:
+    """The plain data of a scenario YAML file; UsageError when it is missing or malformed."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise UsageError(f"scenario file {str(path)!r} does not exist") from None
+    except yaml.YAMLError as err:
+        raise UsageError(f"{path}: not valid YAML: {err}") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"{path}: a scenario is a mapping with name, duration, nodes, links, streams")
+    return data
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Reads and validates a scenario YAML file."""
+    return parse_scenario(read_data(path), str(path))
