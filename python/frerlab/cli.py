@@ -17,6 +17,7 @@ from frerlab.errors import UsageError
 # Modules that add verbs, in the order `frerlab --help` lists them.
 AREAS = [
     "frerlab.demo",
+    "frerlab.sim.cli",
     "frerlab.traffic.cli",
 ]
 

@@ -1,1 +1,20 @@
 //! Traffic generator and receiver that measure themselves.
+//!
+//! Layers, each depending only on those above it:
+//! - [`frame`]: frame sizes and rates with explicit units (L1 / L2 bit/s, frames/s);
+//! - [`payload`]: the probe every frame carries (stream id, 64-bit sequence number, send time);
+//! - [`histogram`], [`accounting`]: loss / duplicate / reorder / latency accounting of one
+//!   stream, with no I/O (reused by the simulator's sinks);
+//! - [`pacing`]: due times for constant, bursty and Poisson traffic;
+//! - [`packet`], [`sys`]: frame headers for raw mode, and the Linux socket calls;
+//! - [`sender`], [`receiver`]: the generator and the receiver.
+
+pub mod accounting;
+pub mod frame;
+pub mod histogram;
+pub mod packet;
+pub mod pacing;
+pub mod payload;
+pub mod receiver;
+pub mod sender;
+pub mod sys;

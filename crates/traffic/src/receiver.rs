@@ -1,0 +1,409 @@
+//! The receiver: takes probe frames from a UDP socket (`recvmmsg`) or an AF_PACKET socket,
+//! timestamps each in the kernel (`SO_TIMESTAMPNS`, CLOCK_REALTIME) and feeds the
+//! per-stream [`StreamAccounting`].
+//!
+//! Work is done in [`Receiver::step`] slices so a caller can check for Ctrl-C between them.
+//! The run ends after `duration_s`, `linger_s` after every stream seen has sent its
+//! end-of-stream probe, or `idle_s` without traffic, whichever comes first.
+
+use crate::accounting::{StreamAccounting, StreamReport};
+use crate::frame::{MAX_FRAME, UDP_OVERHEAD, FCS_LEN};
+use crate::packet;
+use crate::payload::{Kind, Probe};
+use crate::sys;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::io;
+use std::net::Ipv4Addr;
+use std::os::fd::OwnedFd;
+use std::time::Duration;
+
+pub use crate::sender::Mode;
+
+/// Largest message of coalesced (GRO) or not yet segmented (GSO) UDP datagrams.
+const COALESCED_MAX: usize = 65_536;
+/// Room for a raw capture's virtio-net and Ethernet headers.
+const RAW_HEADERS_MAX: usize = 10 + 14;
+
+fn default_interval() -> f64 {
+    1.0
+}
+
+fn default_linger() -> f64 {
+    0.5
+}
+
+/// Where to listen and when to stop.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReceiverConfig {
+    /// UDP socket or AF_PACKET on an interface.
+    pub mode: Mode,
+    /// UDP port the probes are sent to.
+    pub port: u16,
+    /// Local address to bind (UDP mode; default any).
+    #[serde(default)]
+    pub bind: Option<Ipv4Addr>,
+    /// Interface to listen on (raw mode).
+    #[serde(default)]
+    pub interface: Option<String>,
+    /// Stop after this many seconds (default: only on end of stream).
+    #[serde(default)]
+    pub duration_s: Option<f64>,
+    /// Per-interval series period in seconds.
+    #[serde(default = "default_interval")]
+    pub interval_s: f64,
+    /// Seconds to keep listening for stragglers after the last end-of-stream probe.
+    #[serde(default = "default_linger")]
+    pub linger_s: f64,
+    /// Stop after this many seconds without a probe, once one has arrived (for senders that
+    /// send no end-of-stream probe).
+    #[serde(default)]
+    pub idle_s: Option<f64>,
+    /// UDP mode: accept datagrams coalesced by UDP GRO (each still accounted on its own).
+    #[serde(default = "default_gro")]
+    pub gro: bool,
+}
+
+fn default_gro() -> bool {
+    true
+}
+
+/// One stream's measurements plus the frame sizes seen.
+#[derive(Debug, Clone, Serialize)]
+pub struct StreamResult {
+    /// Stream id from the probes.
+    pub stream_id: u16,
+    /// Smallest frame size seen (bytes, FCS included).
+    pub frame_size_min: u32,
+    /// Largest frame size seen (bytes, FCS included).
+    pub frame_size_max: u32,
+    /// Accounting results.
+    #[serde(flatten)]
+    pub report: StreamReport,
+}
+
+/// What the receiver measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReceiverReport {
+    /// UDP or raw.
+    pub mode: Mode,
+    /// Messages that were not probes for this port (ignored).
+    pub ignored: u64,
+    /// Datagrams the receive socket dropped for lack of buffer space (the receiver's own
+    /// loss, not the network's), if the kernel reported it.
+    pub socket_drops: Option<u32>,
+    /// Messages without a kernel timestamp (timed by the receiver's clock instead).
+    pub untimestamped: u64,
+    /// CLOCK_REALTIME ns when listening began.
+    pub start_realtime_ns: u64,
+    /// Seconds spent listening.
+    pub elapsed_s: f64,
+    /// Per-stream results, by stream id.
+    pub streams: Vec<StreamResult>,
+}
+
+struct Stream {
+    accounting: StreamAccounting,
+    frame_size_min: u32,
+    frame_size_max: u32,
+}
+
+/// A running receiver.
+pub struct Receiver {
+    config: ReceiverConfig,
+    socket: OwnedFd,
+    batch: sys::RecvBatch,
+    streams: BTreeMap<u16, Stream>,
+    ignored: u64,
+    socket_drops: Option<u32>,
+    untimestamped: u64,
+    start_ns: u64,
+    start_realtime_ns: u64,
+    all_ended_at_ns: Option<u64>,
+    last_probe_at_ns: Option<u64>,
+    finished_at_ns: Option<u64>,
+}
+
+impl Receiver {
+    /// [`Receiver::new`] from a JSON object of [`ReceiverConfig`].
+    ///
+    /// # Errors
+    /// `InvalidInput` for JSON that is not a valid configuration, else as [`Receiver::new`].
+    pub fn from_json(config: &str) -> io::Result<Receiver> {
+        let config = serde_json::from_str(config).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("bad receiver configuration: {e}")))?;
+        Receiver::new(config)
+    }
+
+    /// [`Receiver::report`] as a JSON object.
+    pub fn report_json(&self) -> String {
+        serde_json::to_string(&self.report()).expect("reports are plain data")
+    }
+
+    /// Validates `config` and opens the socket (listening starts now).
+    ///
+    /// # Errors
+    /// `InvalidInput` naming the bad value, or the OS error of opening the socket.
+    pub fn new(config: ReceiverConfig) -> io::Result<Receiver> {
+        let invalid = |m: String| io::Error::new(io::ErrorKind::InvalidInput, m);
+        if !(config.interval_s.is_finite() && config.interval_s >= 0.001) {
+            return Err(invalid(format!("interval {} s is out of range (0.001 s or more)", config.interval_s)));
+        }
+        if !(config.linger_s.is_finite() && (0.0..=60.0).contains(&config.linger_s)) {
+            return Err(invalid(format!("linger {} s is out of range (0..=60 s)", config.linger_s)));
+        }
+        for (name, value) in [("duration", config.duration_s), ("idle", config.idle_s)] {
+            if let Some(d) = value {
+                if !(d.is_finite() && d > 0.0) {
+                    return Err(invalid(format!("{name} {d} s is not valid (a positive number of seconds)")));
+                }
+            }
+        }
+        let socket = match config.mode {
+            Mode::Udp => sys::udp_socket((config.bind.unwrap_or(Ipv4Addr::UNSPECIFIED), config.port), None)?,
+            Mode::Raw => {
+                let name = config.interface.as_deref().ok_or_else(|| invalid("raw mode needs an interface".into()))?;
+                let fd = sys::packet_socket(sys::interface_index(name)?, true)?;
+                sys::enable_vnet_header(&fd)?;
+                fd
+            }
+        };
+        let gro = config.gro && config.mode == Mode::Udp && sys::enable_udp_gro(&socket).is_ok();
+        let capacity = match config.mode {
+            Mode::Udp if gro => COALESCED_MAX,
+            Mode::Udp => MAX_FRAME as usize,
+            Mode::Raw => COALESCED_MAX + RAW_HEADERS_MAX,
+        };
+        sys::set_buffers(&socket, 32 << 20);
+        sys::prepare_receive(&socket, Duration::from_millis(20))?;
+        Ok(Receiver {
+            config,
+            socket,
+            batch: sys::RecvBatch::new(capacity),
+            streams: BTreeMap::new(),
+            ignored: 0,
+            socket_drops: None,
+            untimestamped: 0,
+            start_ns: sys::monotonic_ns(),
+            start_realtime_ns: sys::realtime_ns(),
+            all_ended_at_ns: None,
+            last_probe_at_ns: None,
+            finished_at_ns: None,
+        })
+    }
+
+    fn done(&self, now: u64) -> bool {
+        let elapsed = now - self.start_ns;
+        self.config.duration_s.is_some_and(|d| elapsed as f64 >= d * 1e9)
+            || self.all_ended_at_ns.is_some_and(|t| (now - t) as f64 >= self.config.linger_s * 1e9)
+            || self.config.idle_s.zip(self.last_probe_at_ns).is_some_and(|(idle, t)| (now - t) as f64 >= idle * 1e9)
+    }
+
+    /// Receives for at most `max_ns`; returns true once the run has ended.
+    ///
+    /// # Errors
+    /// The OS error of a failed receive.
+    pub fn step(&mut self, max_ns: u64) -> io::Result<bool> {
+        if self.finished_at_ns.is_some() {
+            return Ok(true);
+        }
+        let step_end = sys::monotonic_ns() + max_ns;
+        loop {
+            let now = sys::monotonic_ns();
+            if self.done(now) {
+                self.finished_at_ns = Some(now);
+                return Ok(true);
+            }
+            if now >= step_end {
+                return Ok(false);
+            }
+            let n = self.batch.receive(&self.socket)?;
+            for i in 0..n {
+                self.take(i);
+            }
+            if n > 0 && self.config.idle_s.is_some() {
+                self.last_probe_at_ns = Some(sys::monotonic_ns());
+            }
+        }
+    }
+
+    fn take(&mut self, i: usize) {
+        let (meta, bytes) = self.batch.message(i);
+        if let Some(d) = meta.drops {
+            self.socket_drops = Some(d);
+        }
+        let recv_ns = meta.time_ns.unwrap_or_else(|| {
+            self.untimestamped += 1;
+            sys::realtime_ns()
+        });
+        let mut probes = [None; sys::MAX_GSO_SEGMENTS];
+        let found = match self.config.mode {
+            Mode::Udp => split_probes(bytes, meta.segment, &mut probes),
+            Mode::Raw => raw_probes(bytes, self.config.port, &mut probes),
+        };
+        for probe in probes.iter().take(found) {
+            match *probe {
+                Some((probe, frame_size)) => self.account(probe, frame_size, recv_ns),
+                None => self.ignored += 1,
+            }
+        }
+    }
+
+    fn account(&mut self, probe: Probe, frame_size: u32, recv_ns: u64) {
+        let interval_ns = (self.config.interval_s * 1e9) as u64;
+        let stream = self.streams.entry(probe.stream_id).or_insert_with(|| Stream {
+            accounting: StreamAccounting::new(interval_ns),
+            frame_size_min: u32::MAX,
+            frame_size_max: 0,
+        });
+        match probe.kind {
+            Kind::Data => {
+                stream.frame_size_min = stream.frame_size_min.min(frame_size);
+                stream.frame_size_max = stream.frame_size_max.max(frame_size);
+                let send_ns = probe.send_time_ns(recv_ns).max(0) as u64;
+                stream.accounting.record(probe.seq, send_ns, recv_ns);
+            }
+            Kind::End => {
+                stream.accounting.record_end(probe.seq, recv_ns);
+                if self.streams.values().all(|s| s.accounting.end_seen()) {
+                    self.all_ended_at_ns.get_or_insert(sys::monotonic_ns());
+                }
+            }
+        }
+    }
+
+    /// The measurements so far (final once [`Receiver::step`] returned true).
+    pub fn report(&self) -> ReceiverReport {
+        let end = self.finished_at_ns.unwrap_or_else(sys::monotonic_ns);
+        ReceiverReport {
+            mode: self.config.mode,
+            ignored: self.ignored,
+            socket_drops: self.socket_drops,
+            untimestamped: self.untimestamped,
+            start_realtime_ns: self.start_realtime_ns,
+            elapsed_s: (end - self.start_ns) as f64 / 1e9,
+            streams: self
+                .streams
+                .iter()
+                .map(|(&id, s)| StreamResult {
+                    stream_id: id,
+                    frame_size_min: if s.frame_size_max == 0 { 0 } else { s.frame_size_min },
+                    frame_size_max: s.frame_size_max,
+                    report: s.accounting.report(),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// The probes in one UDP payload that may join several datagrams of `segment` bytes each
+/// (UDP GRO, or a GSO packet not yet cut), with their frame sizes; returns how many entries
+/// of `out` it filled (`None` entries: not a probe).
+fn split_probes(payload: &[u8], segment: Option<usize>, out: &mut [Option<(Probe, u32)>; sys::MAX_GSO_SEGMENTS]) -> usize {
+    let segment = segment.filter(|&s| s > 0 && payload.len() > s).unwrap_or(payload.len().max(1));
+    out[0] = None;
+    let mut n = 0;
+    for chunk in payload.chunks(segment).take(out.len()) {
+        out[n] = Probe::parse(chunk).map(|p| (p, chunk.len() as u32 + UDP_OVERHEAD));
+        n += 1;
+    }
+    n.max(1)
+}
+
+/// The probes in one raw capture (after its virtio-net header): one per frame, or one per
+/// segment of a UDP GSO packet that a local sender handed to a veth unsegmented (the segments
+/// become separate frames only where they are cut).
+fn raw_probes(bytes: &[u8], port: u16, out: &mut [Option<(Probe, u32)>; sys::MAX_GSO_SEGMENTS]) -> usize {
+    let frame_and_payload = sys::split_vnet_header(bytes)
+        .and_then(|(gso, frame)| packet::udp_payload(frame, port).map(|payload| (gso, frame, payload)));
+    match frame_and_payload {
+        None => {
+            out[0] = None;
+            1
+        }
+        Some((Some(segment), _, payload)) => split_probes(payload, Some(segment), out),
+        Some((None, frame, payload)) => {
+            out[0] = Probe::parse(payload).map(|p| (p, frame.len() as u32 + FCS_LEN));
+            1
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packet::{emit_headers, Addresses};
+    use crate::payload::PROBE_LEN;
+
+    fn frame_with_probes(seqs: &[u64]) -> Vec<u8> {
+        let mut frame = vec![0u8; packet::HEADERS_LEN + seqs.len() * PROBE_LEN];
+        let a = Addresses {
+            dst_mac: [2, 0, 0, 0, 0, 2],
+            src_mac: [2, 0, 0, 0, 0, 1],
+            src_ip: Ipv4Addr::new(198, 18, 0, 1),
+            dst_ip: Ipv4Addr::new(198, 18, 0, 2),
+            src_port: 9,
+            dst_port: 5555,
+        };
+        emit_headers(&mut frame, &a);
+        for (i, &seq) in seqs.iter().enumerate() {
+            let at = packet::HEADERS_LEN + i * PROBE_LEN;
+            Probe::emit_header(&mut frame[at..at + PROBE_LEN], Kind::Data, 3);
+            Probe::emit_seq_time(&mut frame[at..at + PROBE_LEN], seq, 0);
+        }
+        frame
+    }
+
+    fn with_vnet_header(gso_type: u8, gso_size: u16, frame: &[u8]) -> Vec<u8> {
+        let mut bytes = vec![0u8; 10];
+        bytes[1] = gso_type;
+        bytes[4..6].copy_from_slice(&gso_size.to_ne_bytes());
+        bytes.extend_from_slice(frame);
+        bytes
+    }
+
+    #[test]
+    fn an_unsegmented_udp_gso_capture_counts_per_segment() {
+        let bytes = with_vnet_header(5, PROBE_LEN as u16, &frame_with_probes(&[7, 8, 9]));
+        let mut out = [None; sys::MAX_GSO_SEGMENTS];
+        assert_eq!(raw_probes(&bytes, 5555, &mut out), 3);
+        let seqs: Vec<(u64, u32)> = out[..3].iter().map(|p| p.map(|(p, size)| (p.seq, size)).unwrap()).collect();
+        assert_eq!(seqs, [(7, 64), (8, 64), (9, 64)]);
+    }
+
+    #[test]
+    fn a_plain_capture_is_one_probe_and_other_ports_are_ignored() {
+        let bytes = with_vnet_header(0, 0, &frame_with_probes(&[4]));
+        let mut out = [None; sys::MAX_GSO_SEGMENTS];
+        assert_eq!(raw_probes(&bytes, 5555, &mut out), 1);
+        assert_eq!(out[0].map(|(p, size)| (p.seq, p.stream_id, size)), Some((4, 3, 60 + 4)));
+        assert_eq!(raw_probes(&bytes, 5556, &mut out), 1);
+        assert!(out[0].is_none());
+        assert_eq!(raw_probes(&bytes[..5], 5555, &mut out), 1);
+        assert!(out[0].is_none());
+    }
+
+    #[test]
+    fn coalesced_udp_datagrams_are_accounted_one_by_one() {
+        let frame = frame_with_probes(&[1, 2, 3]);
+        let mut payload = frame[packet::HEADERS_LEN..].to_vec();
+        payload.extend_from_slice(&[0xFB, b'D']);
+        let mut out = [None; sys::MAX_GSO_SEGMENTS];
+        assert_eq!(split_probes(&payload, Some(PROBE_LEN), &mut out), 4);
+        let seqs: Vec<Option<u64>> = out[..4].iter().map(|p| p.map(|(p, _)| p.seq)).collect();
+        assert_eq!(seqs, [Some(1), Some(2), Some(3), None], "a short tail is not a probe");
+        assert_eq!(split_probes(&payload[..PROBE_LEN], None, &mut out), 1);
+        assert_eq!(out[0].map(|(p, size)| (p.seq, size)), Some((1, 64)));
+        assert_eq!(split_probes(&[], None, &mut out), 1);
+        assert!(out[0].is_none());
+    }
+
+    #[test]
+    fn bad_receiver_settings_are_named() {
+        let err = |json: &str| Receiver::from_json(json).err().unwrap().to_string();
+        assert!(err(r#"{"mode":"udp","port":0,"interval_s":0}"#).contains("interval 0 s is out of range (0.001 s or more)"));
+        assert!(err(r#"{"mode":"udp","port":0,"linger_s":100}"#).contains("linger 100 s is out of range (0..=60 s)"));
+        assert!(err(r#"{"mode":"raw","port":0}"#).contains("raw mode needs an interface"));
+        assert!(err(r#"{"mode":"tcp","port":0}"#).contains("unknown variant `tcp`"));
+    }
+}

@@ -1,0 +1,544 @@
+//! The generator: paced probe frames over UDP (`sendmmsg`, or one UDP GSO send per batch) or
+//! raw Ethernet (AF_PACKET, `sendmmsg`), with a report of the rate really achieved so a slow
+//! generator is never mistaken for a lossy network.
+//!
+//! Work is done in [`Sender::step`] slices so a caller can check for Ctrl-C or show progress
+//! between them. A test mode ([`Impairment`]) drops, duplicates or swaps chosen sequence
+//! numbers on purpose, after the sequence numbers are assigned: an impairment whose effect on
+//! the receiver's counts is known in advance.
+
+use crate::frame::{FrameSize, Rate};
+use crate::pacing::{Pattern, Schedule};
+use crate::packet::{self, Addresses};
+use crate::payload::{Kind, Probe, PROBE_LEN};
+use crate::sys;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+use std::io;
+use std::net::Ipv4Addr;
+use std::os::fd::OwnedFd;
+
+/// How frames leave the host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// A connected UDP socket; the kernel writes the headers.
+    Udp,
+    /// An AF_PACKET socket on one interface; the sender writes the whole frame.
+    Raw,
+}
+
+/// Sequence numbers the sender mistreats on purpose (test mode).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Impairment {
+    /// Never sent.
+    #[serde(default)]
+    pub drop: BTreeSet<u64>,
+    /// Sent twice, back to back.
+    #[serde(default)]
+    pub duplicate: BTreeSet<u64>,
+    /// Held back and sent right after the next sequence number.
+    #[serde(default)]
+    pub swap: BTreeSet<u64>,
+}
+
+impl Impairment {
+    fn is_empty(&self) -> bool {
+        self.drop.is_empty() && self.duplicate.is_empty() && self.swap.is_empty()
+    }
+}
+
+fn default_batch() -> usize {
+    32
+}
+
+fn default_end_probes() -> u32 {
+    3
+}
+
+/// What to send, where, how fast and for how long.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SenderConfig {
+    /// UDP or raw Ethernet.
+    pub mode: Mode,
+    /// Destination IPv4 address.
+    pub destination: Ipv4Addr,
+    /// Destination UDP port.
+    pub port: u16,
+    /// Source UDP port (0: any free port; raw mode uses the destination port if 0).
+    #[serde(default)]
+    pub source_port: u16,
+    /// Interface to send on (raw mode).
+    #[serde(default)]
+    pub interface: Option<String>,
+    /// Destination MAC (raw mode; broadcast if absent).
+    #[serde(default)]
+    pub dst_mac: Option<String>,
+    /// Ethernet frame size, FCS included.
+    pub frame_size: FrameSize,
+    /// Offered rate.
+    pub rate: Rate,
+    /// Shape of the traffic.
+    pub pattern: Pattern,
+    /// Stop after this many seconds.
+    #[serde(default)]
+    pub duration_s: Option<f64>,
+    /// Stop after this many data sequence numbers.
+    #[serde(default)]
+    pub count: Option<u64>,
+    /// Stream id carried in every probe.
+    #[serde(default)]
+    pub stream_id: u16,
+    /// Frames per `sendmmsg` call (1..=64).
+    #[serde(default = "default_batch")]
+    pub batch: usize,
+    /// End-of-stream probes sent at the end (0..=100).
+    #[serde(default = "default_end_probes")]
+    pub end_probes: u32,
+    /// Test mode: sequence numbers to drop, duplicate or swap.
+    #[serde(default)]
+    pub impair: Impairment,
+    /// UDP mode: hand each batch of due frames to the kernel as one UDP GSO send; the kernel's
+    /// per-send work is paid once per batch, and a NIC (or the stack, before a device without
+    /// GSO) cuts it into the same frames. Off by default: on a veth the batch crosses as one
+    /// packet, so anything that handles frames on the way (tc/eBPF, the FRER data plane) sees
+    /// one packet per batch. Falls back to `sendmmsg` where the kernel refuses.
+    #[serde(default)]
+    pub gso: bool,
+}
+
+/// What the sender did.
+#[derive(Debug, Clone, Serialize)]
+pub struct SenderReport {
+    /// UDP or raw.
+    pub mode: Mode,
+    /// Frame size (bytes, FCS included).
+    pub frame_size: u32,
+    /// UDP payload bytes per frame.
+    pub udp_payload: u32,
+    /// Stream id.
+    pub stream_id: u16,
+    /// Requested frames/s (`None`: unpaced).
+    pub requested_fps: Option<f64>,
+    /// Frames handed to the kernel, duplicates included, end probes excluded.
+    pub frames_sent: u64,
+    /// Sequence numbers used (0..sequence_count).
+    pub sequence_count: u64,
+    /// Seconds from the start to the end of sending.
+    pub elapsed_s: f64,
+    /// Frames sent per second.
+    pub achieved_fps: f64,
+    /// Achieved layer-1 bit rate (frame + 20 bytes per frame).
+    pub achieved_l1_bps: f64,
+    /// Achieved layer-2 bit rate (frame bytes).
+    pub achieved_l2_bps: f64,
+    /// Frames that were due before the deadline but never sent.
+    pub unsent_due: u64,
+    /// Largest delay of a frame behind its due time (ns).
+    pub max_lag_ns: u64,
+    /// Times the kernel refused a batch for lack of buffer space (retried).
+    pub kernel_refusals: u64,
+    /// ICMP port-unreachable reports (UDP mode: nothing listened at the destination port for
+    /// a while; the refused batch was retried).
+    pub port_unreachable: u64,
+    /// True when the generator did not keep up with the requested rate (see `shortfall_reason`).
+    pub shortfall: bool,
+    /// Why `shortfall` is set, in words.
+    pub shortfall_reason: Option<String>,
+    /// CLOCK_REALTIME ns of the first send.
+    pub start_realtime_ns: u64,
+    /// Test-mode impairment was active.
+    pub impaired: bool,
+    /// Batches went to the kernel as UDP GSO sends.
+    pub gso: bool,
+}
+
+/// A running generator.
+pub struct Sender {
+    config: SenderConfig,
+    socket: OwnedFd,
+    frame_len: usize,
+    payload_at: usize,
+    buffers: Vec<u8>,
+    schedule: Schedule,
+    requested_fps: Option<f64>,
+    deadline_ns: Option<u64>,
+    next_due_ns: u64,
+    slots_used: u64,
+    held: Option<u64>,
+    start_ns: u64,
+    start_realtime_ns: u64,
+    last_send_ns: u64,
+    frames_sent: u64,
+    max_lag_ns: u64,
+    kernel_refusals: u64,
+    port_unreachable: u64,
+    unsent_due: u64,
+    gso_segments: usize,
+    finished: bool,
+}
+
+/// Allowed lag behind schedule, as a fraction of the run (at least 1 ms), before a shortfall
+/// is flagged; also how long after the deadline frames due before it may still go out.
+const LAG_TOLERANCE: f64 = 0.01;
+
+impl Sender {
+    /// [`Sender::new`] from a JSON object of [`SenderConfig`].
+    ///
+    /// # Errors
+    /// `InvalidInput` for JSON that is not a valid configuration, else as [`Sender::new`].
+    pub fn from_json(config: &str) -> io::Result<Sender> {
+        let config = serde_json::from_str(config).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("bad sender configuration: {e}")))?;
+        Sender::new(config)
+    }
+
+    /// [`Sender::report`] as a JSON object.
+    pub fn report_json(&self) -> String {
+        serde_json::to_string(&self.report()).expect("reports are plain data")
+    }
+
+    /// Validates `config` and opens the socket; pacing starts at the first [`Sender::step`].
+    ///
+    /// # Errors
+    /// `InvalidInput` naming the bad value, or the OS error of opening the socket.
+    pub fn new(config: SenderConfig) -> io::Result<Sender> {
+        let invalid = |m: String| io::Error::new(io::ErrorKind::InvalidInput, m);
+        if !(1..=sys::MAX_BATCH).contains(&config.batch) {
+            return Err(invalid(format!("batch {} is out of range (1..={})", config.batch, sys::MAX_BATCH)));
+        }
+        if config.end_probes > 100 {
+            return Err(invalid(format!("end_probes {} is out of range (0..=100)", config.end_probes)));
+        }
+        match config.duration_s {
+            Some(d) if !(d.is_finite() && d > 0.0) => {
+                return Err(invalid(format!("duration {d} s is not valid (a positive number of seconds)")))
+            }
+            None if config.count.is_none() => {
+                return Err(invalid("neither a duration nor a count was given (one is needed to stop)".into()))
+            }
+            _ => {}
+        }
+        if config.count == Some(0) {
+            return Err(invalid("count 0 is not valid (1 or more frames)".into()));
+        }
+        let requested_fps = config.rate.frames_per_sec(config.frame_size).map_err(invalid)?;
+        let schedule = Schedule::new(config.pattern, requested_fps).map_err(invalid)?;
+        let size = config.frame_size;
+        let (socket, frame_len, payload_at, header) = match config.mode {
+            Mode::Udp => {
+                let fd = sys::udp_socket((Ipv4Addr::UNSPECIFIED, config.source_port), Some((config.destination, config.port)))?;
+                (fd, size.udp_payload() as usize, 0, None)
+            }
+            Mode::Raw => {
+                let name = config.interface.as_deref().ok_or_else(|| invalid("raw mode needs an interface".into()))?;
+                let index = sys::interface_index(name)?;
+                let (src_mac, src_ip) = sys::interface_addresses(name)?;
+                let dst_mac = match config.dst_mac.as_deref() {
+                    Some(text) => packet::parse_mac(text).map_err(invalid)?,
+                    None => [0xFF; 6],
+                };
+                let src_port = if config.source_port == 0 { config.port } else { config.source_port };
+                let addresses = Addresses { dst_mac, src_mac, src_ip, dst_ip: config.destination, src_port, dst_port: config.port };
+                let fd = sys::packet_socket(index, false)?;
+                (fd, size.bytes_without_fcs() as usize, packet::HEADERS_LEN, Some(addresses))
+            }
+        };
+        sys::set_buffers(&socket, 4 << 20);
+        let gso_segments = sys::MAX_GSO_SEGMENTS.min(sys::MAX_GSO_BYTES / frame_len);
+        let gso_segments = if config.gso && config.mode == Mode::Udp && gso_segments > 1 && sys::enable_udp_gso(&socket, frame_len).is_ok() {
+            gso_segments
+        } else {
+            0
+        };
+        let mut buffers = vec![0u8; frame_len * sys::MAX_BATCH];
+        for frame in buffers.chunks_mut(frame_len) {
+            if let Some(a) = &header {
+                packet::emit_headers(frame, a);
+            }
+            Probe::emit_header(&mut frame[payload_at..payload_at + PROBE_LEN], Kind::Data, config.stream_id);
+        }
+        Ok(Sender {
+            deadline_ns: config.duration_s.map(|d| (d * 1e9) as u64),
+            config,
+            socket,
+            frame_len,
+            payload_at,
+            buffers,
+            schedule,
+            requested_fps,
+            next_due_ns: 0,
+            slots_used: 0,
+            held: None,
+            start_ns: 0,
+            start_realtime_ns: 0,
+            last_send_ns: 0,
+            frames_sent: 0,
+            max_lag_ns: 0,
+            kernel_refusals: 0,
+            port_unreachable: 0,
+            unsent_due: 0,
+            gso_segments,
+            finished: false,
+        })
+    }
+
+    fn slots_exhausted(&self) -> bool {
+        self.config.count.is_some_and(|c| self.slots_used >= c)
+            || self.deadline_ns.is_some_and(|d| self.requested_fps.is_some() && self.next_due_ns >= d)
+    }
+
+    /// Sends for at most `max_ns` of wall time; returns true once everything (end probes
+    /// included) has been sent.
+    ///
+    /// # Errors
+    /// The OS error of a failed send.
+    pub fn step(&mut self, max_ns: u64) -> io::Result<bool> {
+        if self.finished {
+            return Ok(true);
+        }
+        if self.start_ns == 0 {
+            self.start_ns = sys::monotonic_ns();
+            self.start_realtime_ns = sys::realtime_ns();
+            self.next_due_ns = self.schedule.next_due_ns();
+        }
+        let step_end = sys::monotonic_ns() + max_ns;
+        let impaired = !self.config.impair.is_empty();
+        // An impaired slot can put up to three frames in the batch (a duplicate, a held swap).
+        let room = if impaired { 3 } else { 1 };
+        let batch = self.config.batch.max(room);
+        loop {
+            let now_abs = sys::monotonic_ns();
+            let now = now_abs - self.start_ns;
+            let past_deadline = self.deadline_ns.is_some_and(|d| now >= d + self.catch_up_ns(d));
+            if past_deadline || self.slots_exhausted() {
+                self.count_unsent_due();
+                if let Some(seq) = self.held.take() {
+                    self.send_seqs(&[seq])?;
+                }
+                self.send_end_probes()?;
+                self.finished = true;
+                return Ok(true);
+            }
+            if now_abs >= step_end {
+                return Ok(false);
+            }
+            if self.next_due_ns > now {
+                wait_until(self.start_ns + self.next_due_ns.min(now + (step_end - now_abs)));
+                continue;
+            }
+            self.max_lag_ns = self.max_lag_ns.max(now - self.next_due_ns);
+            let mut seqs = [0u64; sys::MAX_BATCH];
+            let mut n = 0;
+            while n + room <= batch && self.next_due_ns <= now && !self.slots_exhausted() {
+                let seq = self.slots_used;
+                self.slots_used += 1;
+                self.next_due_ns = self.schedule.next_due_ns();
+                if !impaired {
+                    seqs[n] = seq;
+                    n += 1;
+                    continue;
+                }
+                let imp = &self.config.impair;
+                if imp.swap.contains(&seq) {
+                    self.held = Some(seq);
+                    continue;
+                }
+                if !imp.drop.contains(&seq) {
+                    seqs[n] = seq;
+                    n += 1;
+                    if imp.duplicate.contains(&seq) {
+                        seqs[n] = seq;
+                        n += 1;
+                    }
+                }
+                if let Some(h) = self.held.take() {
+                    seqs[n] = h;
+                    n += 1;
+                }
+            }
+            self.send_seqs(&seqs[..n])?;
+        }
+    }
+
+    /// Writes `seqs` and the current time into the batch buffers and sends them all.
+    fn send_seqs(&mut self, seqs: &[u64]) -> io::Result<()> {
+        if seqs.is_empty() {
+            return Ok(());
+        }
+        let now = sys::realtime_ns();
+        for (i, &seq) in seqs.iter().enumerate() {
+            let at = i * self.frame_len + self.payload_at;
+            Probe::emit_seq_time(&mut self.buffers[at..at + PROBE_LEN], seq, now);
+        }
+        self.send_all(seqs.len())?;
+        self.frames_sent += seqs.len() as u64;
+        Ok(())
+    }
+
+    fn send_all(&mut self, count: usize) -> io::Result<()> {
+        let len = self.frame_len;
+        let mut done = 0;
+        while done < count {
+            let result = if self.gso_segments > 0 {
+                let take = self.gso_segments.min(count - done);
+                sys::send_bytes(&self.socket, &self.buffers[done * len..(done + take) * len]).map(|_| take)
+            } else {
+                sys::send_batch(&self.socket, &mut self.buffers[done * len..], len, count - done)
+            };
+            match result {
+                Ok(n) => done += n,
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+                Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => self.port_unreachable += 1,
+                Err(e) if matches!(e.raw_os_error(), Some(libc::ENOBUFS) | Some(libc::EAGAIN)) => {
+                    self.kernel_refusals += 1;
+                    std::thread::yield_now();
+                }
+                Err(e) if self.gso_segments > 0 && matches!(e.raw_os_error(), Some(libc::EIO) | Some(libc::EINVAL) | Some(libc::EOPNOTSUPP)) => {
+                    self.gso_segments = 0;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        self.last_send_ns = sys::monotonic_ns();
+        Ok(())
+    }
+
+    fn send_end_probes(&mut self) -> io::Result<()> {
+        let count = self.config.end_probes as usize;
+        if count == 0 {
+            return Ok(());
+        }
+        let mut end = vec![0u8; self.frame_len];
+        end.copy_from_slice(&self.buffers[..self.frame_len]);
+        let at = self.payload_at;
+        Probe::emit_header(&mut end[at..at + PROBE_LEN], Kind::End, self.config.stream_id);
+        Probe::emit_seq_time(&mut end[at..at + PROBE_LEN], self.slots_used, sys::realtime_ns());
+        let mut frames = end.repeat(count);
+        let mut done = 0;
+        while done < count {
+            match sys::send_batch(&self.socket, &mut frames[done * self.frame_len..], self.frame_len, count - done) {
+                Ok(n) => done += n,
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EINTR) | Some(libc::ENOBUFS) | Some(libc::EAGAIN) | Some(libc::ECONNREFUSED)) => {
+                    std::thread::yield_now()
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// What was sent so far (final once [`Sender::step`] returned true).
+    pub fn report(&self) -> SenderReport {
+        let size = self.config.frame_size;
+        let elapsed_ns = match (self.deadline_ns, self.finished) {
+            (Some(d), true) => d,
+            _ => self.last_send_ns.saturating_sub(self.start_ns) + self.requested_fps.map_or(0, |f| (1e9 / f) as u64),
+        };
+        let elapsed_s = elapsed_ns.max(1) as f64 / 1e9;
+        let achieved_fps = self.frames_sent as f64 / elapsed_s;
+        let unsent_due = self.unsent_due;
+        let lag_limit = LAG_TOLERANCE * elapsed_s * 1e9;
+        let shortfall_reason = match self.requested_fps {
+            None => None,
+            Some(_) if unsent_due > 0 => Some(format!("{unsent_due} frames due before the end were never sent")),
+            Some(req) if self.finished && (self.max_lag_ns as f64) > lag_limit.max(1e6) => Some(format!(
+                "frames fell up to {:.3} ms behind schedule (requested {:.0} frames/s, achieved {:.0})",
+                self.max_lag_ns as f64 / 1e6,
+                req,
+                achieved_fps
+            )),
+            _ => None,
+        };
+        SenderReport {
+            mode: self.config.mode,
+            frame_size: size.bytes(),
+            udp_payload: size.udp_payload(),
+            stream_id: self.config.stream_id,
+            requested_fps: self.requested_fps,
+            frames_sent: self.frames_sent,
+            sequence_count: self.slots_used,
+            elapsed_s,
+            achieved_fps,
+            achieved_l1_bps: achieved_fps * size.l1_bits() as f64,
+            achieved_l2_bps: achieved_fps * size.l2_bits() as f64,
+            unsent_due,
+            max_lag_ns: self.max_lag_ns,
+            kernel_refusals: self.kernel_refusals,
+            port_unreachable: self.port_unreachable,
+            shortfall: shortfall_reason.is_some(),
+            shortfall_reason,
+            start_realtime_ns: self.start_realtime_ns,
+            impaired: !self.config.impair.is_empty(),
+            gso: self.gso_segments > 0,
+        }
+    }
+
+    /// How long after the deadline a paced sender may still send frames that were due before
+    /// it (a late start of the last batch is lag, not a shortfall; anything beyond is unsent).
+    fn catch_up_ns(&self, deadline_ns: u64) -> u64 {
+        match self.requested_fps {
+            Some(_) => ((deadline_ns as f64 * LAG_TOLERANCE) as u64).max(1_000_000),
+            None => 0,
+        }
+    }
+
+    /// Counts the frames still due before the deadline when sending stops (paced runs).
+    fn count_unsent_due(&mut self) {
+        let (Some(deadline), Some(_)) = (self.deadline_ns, self.requested_fps) else { return };
+        let limit = self.config.count.unwrap_or(u64::MAX);
+        while self.next_due_ns < deadline && self.slots_used + self.unsent_due < limit {
+            self.unsent_due += 1;
+            self.next_due_ns = self.schedule.next_due_ns();
+        }
+    }
+}
+
+/// Sleeps until shortly before `target_ns` (CLOCK_MONOTONIC), then spins to it.
+fn wait_until(target_ns: u64) {
+    const SPIN_NS: u64 = 60_000;
+    let now = sys::monotonic_ns();
+    if target_ns > now + SPIN_NS {
+        std::thread::sleep(std::time::Duration::from_nanos(target_ns - now - SPIN_NS));
+    }
+    while sys::monotonic_ns() < target_ns {
+        std::hint::spin_loop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The error for a valid base configuration with `overrides` (a JSON object) applied.
+    fn error(overrides: &str) -> String {
+        let mut config: serde_json::Value = serde_json::from_str(
+            r#"{"mode":"udp","destination":"198.18.0.2","port":9,"frame_size":64,"count":1,
+                "rate":{"frames_per_sec":1000},"pattern":{"kind":"constant"}}"#,
+        )
+        .unwrap();
+        let overrides: serde_json::Map<String, serde_json::Value> = serde_json::from_str(overrides).unwrap();
+        for (key, value) in overrides {
+            if value.is_null() {
+                config.as_object_mut().unwrap().remove(&key);
+            } else {
+                config[key] = value;
+            }
+        }
+        Sender::from_json(&config.to_string()).err().expect("configuration should be refused").to_string()
+    }
+
+    #[test]
+    fn bad_sender_settings_are_named_before_any_socket_opens() {
+        assert!(error(r#"{"batch":0}"#).contains("batch 0 is out of range (1..=64)"));
+        assert!(error(r#"{"count":null}"#).contains("neither a duration nor a count"));
+        assert!(error(r#"{"count":0}"#).contains("count 0 is not valid"));
+        assert!(error(r#"{"duration_s":-1.0}"#).contains("duration -1 s is not valid"));
+        assert!(error(r#"{"end_probes":101}"#).contains("end_probes 101 is out of range (0..=100)"));
+        assert!(error(r#"{"frame_size":"huge"}"#).contains("frame size \"huge\" is not valid"));
+        assert!(error(r#"{"mode":"raw"}"#).contains("raw mode needs an interface"));
+        assert!(error(r#"{"rate":{"l1_bits_per_sec":-5.0}}"#).contains("rate -5 L1 bit/s is not valid"));
+        assert!(error(r#"{"pattern":{"kind":"bursts","frames":0}}"#).contains("burst of 0 frames"));
+    }
+}

@@ -1,0 +1,358 @@
+//! Thin safe wrappers over the Linux calls the generator and receiver use: clocks, UDP and
+//! AF_PACKET sockets, socket options, and batched `sendmmsg` / `recvmmsg` with receive
+//! timestamps (`SO_TIMESTAMPNS`) and the socket's drop counter (`SO_RXQ_OVFL`).
+
+use std::ffi::CString;
+use std::io;
+use std::mem::{size_of, zeroed};
+use std::net::Ipv4Addr;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::time::Duration;
+
+/// Most messages one `sendmmsg` / `recvmmsg` call handles.
+pub const MAX_BATCH: usize = 64;
+/// Most segments one UDP GSO send may carry (the kernel's UDP_MAX_SEGMENTS).
+pub const MAX_GSO_SEGMENTS: usize = 64;
+/// Largest UDP GSO send in bytes (an IPv4 datagram's 65535 minus headers, rounded down).
+pub const MAX_GSO_BYTES: usize = 65_000;
+/// `UDP_SEGMENT` from linux/udp.h (the libc crate defines it only for uclibc targets).
+const UDP_SEGMENT: libc::c_int = 103;
+/// `UDP_GRO` from linux/udp.h (likewise).
+const UDP_GRO: libc::c_int = 104;
+const CMSG_SPACE: usize = 64;
+
+fn clock_ns(clock: libc::clockid_t) -> u64 {
+    let mut ts: libc::timespec = unsafe { zeroed() };
+    // SAFETY: `ts` is a valid timespec to write into; the clock ids used always exist.
+    unsafe { libc::clock_gettime(clock, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// CLOCK_REALTIME in ns: shared by every network namespace of a host, used for send and
+/// receive timestamps.
+pub fn realtime_ns() -> u64 {
+    clock_ns(libc::CLOCK_REALTIME)
+}
+
+/// CLOCK_MONOTONIC in ns, used for pacing and durations.
+pub fn monotonic_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC)
+}
+
+fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+fn with_context(err: io::Error, what: &str) -> io::Error {
+    io::Error::new(err.kind(), format!("{what}: {err}"))
+}
+
+fn set_option<T>(fd: RawFd, level: libc::c_int, name: libc::c_int, value: T) -> io::Result<()> {
+    // SAFETY: `value` lives for the call and its size is passed alongside.
+    check(unsafe {
+        libc::setsockopt(fd, level, name, &value as *const T as *const libc::c_void, size_of::<T>() as u32)
+    })
+    .map(drop)
+}
+
+fn socket(domain: libc::c_int, kind: libc::c_int, protocol: libc::c_int) -> io::Result<OwnedFd> {
+    // SAFETY: plain syscall; the returned descriptor is owned by the OwnedFd.
+    let fd = check(unsafe { libc::socket(domain, kind | libc::SOCK_CLOEXEC, protocol) })?;
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn sockaddr_in(addr: Ipv4Addr, port: u16) -> libc::sockaddr_in {
+    let mut sa: libc::sockaddr_in = unsafe { zeroed() };
+    sa.sin_family = libc::AF_INET as u16;
+    sa.sin_port = port.to_be();
+    sa.sin_addr.s_addr = u32::from(addr).to_be();
+    sa
+}
+
+/// A UDP socket bound to `local` (port 0: any) and, if `remote` is given, connected to it.
+///
+/// # Errors
+/// When the socket cannot be created, bound or connected.
+pub fn udp_socket(local: (Ipv4Addr, u16), remote: Option<(Ipv4Addr, u16)>) -> io::Result<OwnedFd> {
+    let fd = socket(libc::AF_INET, libc::SOCK_DGRAM, 0)?;
+    let sa = sockaddr_in(local.0, local.1);
+    // SAFETY: `sa` is a valid sockaddr_in of the length given.
+    check(unsafe {
+        libc::bind(fd.as_raw_fd(), &sa as *const _ as *const libc::sockaddr, size_of::<libc::sockaddr_in>() as u32)
+    })
+    .map_err(|e| with_context(e, &format!("cannot bind UDP {}:{}", local.0, local.1)))?;
+    if let Some((addr, port)) = remote {
+        let sa = sockaddr_in(addr, port);
+        // SAFETY: as above.
+        check(unsafe {
+            libc::connect(fd.as_raw_fd(), &sa as *const _ as *const libc::sockaddr, size_of::<libc::sockaddr_in>() as u32)
+        })
+        .map_err(|e| with_context(e, &format!("cannot connect UDP to {addr}:{port}")))?;
+    }
+    Ok(fd)
+}
+
+/// Index of the interface named `name` in this network namespace.
+///
+/// # Errors
+/// When there is no such interface.
+pub fn interface_index(name: &str) -> io::Result<i32> {
+    let cname = CString::new(name).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "interface name has a NUL byte"))?;
+    // SAFETY: `cname` is a valid C string.
+    let index = unsafe { libc::if_nametoindex(cname.as_ptr()) };
+    if index == 0 {
+        return Err(io::Error::new(io::ErrorKind::NotFound, format!("interface {name:?} does not exist in this network namespace")));
+    }
+    Ok(index as i32)
+}
+
+fn interface_request(fd: RawFd, name: &str, request: libc::c_ulong) -> io::Result<libc::ifreq> {
+    let mut req: libc::ifreq = unsafe { zeroed() };
+    for (dst, src) in req.ifr_name.iter_mut().zip(name.bytes().take(libc::IFNAMSIZ - 1)) {
+        *dst = src as libc::c_char;
+    }
+    // SAFETY: `req` is a valid ifreq for the SIOCGIF* requests used here.
+    check(unsafe { libc::ioctl(fd, request as _, &mut req) })?;
+    Ok(req)
+}
+
+/// The MAC address and IPv4 address of interface `name`.
+///
+/// # Errors
+/// When the interface does not exist or has no IPv4 address.
+pub fn interface_addresses(name: &str) -> io::Result<([u8; 6], Ipv4Addr)> {
+    let fd = socket(libc::AF_INET, libc::SOCK_DGRAM, 0)?;
+    let hw = interface_request(fd.as_raw_fd(), name, libc::SIOCGIFHWADDR)
+        .map_err(|e| with_context(e, &format!("cannot read the MAC address of {name:?}")))?;
+    // SAFETY: SIOCGIFHWADDR filled the ifru_hwaddr member.
+    let data = unsafe { hw.ifr_ifru.ifru_hwaddr.sa_data };
+    let mut mac = [0u8; 6];
+    for (m, d) in mac.iter_mut().zip(data.iter()) {
+        *m = *d as u8;
+    }
+    let ip = interface_request(fd.as_raw_fd(), name, libc::SIOCGIFADDR)
+        .map_err(|e| with_context(e, &format!("interface {name:?} has no IPv4 address")))?;
+    // SAFETY: SIOCGIFADDR filled ifru_addr with a sockaddr_in.
+    let sin: libc::sockaddr_in = unsafe { std::ptr::read(&ip.ifr_ifru.ifru_addr as *const _ as *const libc::sockaddr_in) };
+    Ok((mac, Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr))))
+}
+
+/// An AF_PACKET raw socket bound to interface `index`, receiving IPv4 frames if `receive`.
+///
+/// # Errors
+/// When the socket cannot be created (needs CAP_NET_RAW) or bound.
+pub fn packet_socket(index: i32, receive: bool) -> io::Result<OwnedFd> {
+    let protocol = if receive { (libc::ETH_P_IP as u16).to_be() } else { 0 };
+    let fd = socket(libc::AF_PACKET, libc::SOCK_RAW, i32::from(protocol))
+        .map_err(|e| with_context(e, "cannot open an AF_PACKET socket (needs CAP_NET_RAW)"))?;
+    let mut sll: libc::sockaddr_ll = unsafe { zeroed() };
+    sll.sll_family = libc::AF_PACKET as u16;
+    sll.sll_protocol = protocol;
+    sll.sll_ifindex = index;
+    // SAFETY: `sll` is a valid sockaddr_ll of the length given.
+    check(unsafe {
+        libc::bind(fd.as_raw_fd(), &sll as *const _ as *const libc::sockaddr, size_of::<libc::sockaddr_ll>() as u32)
+    })
+    .map_err(|e| with_context(e, "cannot bind the AF_PACKET socket"))?;
+    Ok(fd)
+}
+
+/// `PACKET_VNET_HDR` from linux/if_packet.h.
+const PACKET_VNET_HDR: libc::c_int = 15;
+/// Bytes of the virtio-net header an AF_PACKET socket with `PACKET_VNET_HDR` puts first.
+const VNET_HDR_LEN: usize = 10;
+/// `VIRTIO_NET_HDR_GSO_UDP_L4`: a UDP GSO packet (segments of `gso_size` payload bytes).
+const VNET_GSO_UDP_L4: u8 = 5;
+
+/// Makes an AF_PACKET socket prefix every frame with a virtio-net header, which tells
+/// whether the frame is a not-yet-segmented GSO packet (see [`split_vnet_header`]).
+///
+/// # Errors
+/// When the kernel refuses the option.
+pub fn enable_vnet_header(fd: &OwnedFd) -> io::Result<()> {
+    set_option(fd.as_raw_fd(), libc::SOL_PACKET, PACKET_VNET_HDR, 1i32)
+}
+
+/// Splits a frame read with `PACKET_VNET_HDR` into (UDP GSO segment size if it is an
+/// unsegmented UDP GSO packet, the frame); `None` if too short.
+pub fn split_vnet_header(bytes: &[u8]) -> Option<(Option<usize>, &[u8])> {
+    let header = bytes.get(..VNET_HDR_LEN)?;
+    let gso_size = usize::from(u16::from_ne_bytes([header[4], header[5]]));
+    let gso = (header[1] & 0x7F == VNET_GSO_UDP_L4).then_some(gso_size);
+    Some((gso, &bytes[VNET_HDR_LEN..]))
+}
+
+/// Asks for large socket buffers (forcing past the sysctl limits where permitted).
+pub fn set_buffers(fd: &OwnedFd, bytes: i32) {
+    let fd = fd.as_raw_fd();
+    for (force, plain) in [(libc::SO_SNDBUFFORCE, libc::SO_SNDBUF), (libc::SO_RCVBUFFORCE, libc::SO_RCVBUF)] {
+        if set_option(fd, libc::SOL_SOCKET, force, bytes).is_err() {
+            let _ = set_option(fd, libc::SOL_SOCKET, plain, bytes);
+        }
+    }
+}
+
+/// Turns on UDP generic segmentation offload: every later send of more than `segment` bytes
+/// is cut by the kernel into datagrams of `segment` bytes, each its own frame on the wire.
+///
+/// # Errors
+/// When the kernel lacks UDP GSO (before Linux 4.18).
+pub fn enable_udp_gso(fd: &OwnedFd, segment: usize) -> io::Result<()> {
+    set_option(fd.as_raw_fd(), libc::SOL_UDP, UDP_SEGMENT, segment as libc::c_int)
+}
+
+/// Turns on UDP generic receive offload: the kernel may hand over several same-sized
+/// datagrams of one flow as one message, with their size in a `UDP_GRO` control message
+/// ([`Received::segment`]).
+///
+/// # Errors
+/// When the kernel lacks UDP GRO (before Linux 5.0).
+pub fn enable_udp_gro(fd: &OwnedFd) -> io::Result<()> {
+    set_option(fd.as_raw_fd(), libc::SOL_UDP, UDP_GRO, 1i32)
+}
+
+/// Sends `buffer` as one message on a connected socket; returns the bytes sent.
+///
+/// # Errors
+/// The OS error of the call.
+pub fn send_bytes(fd: &OwnedFd, buffer: &[u8]) -> io::Result<usize> {
+    // SAFETY: `buffer` is valid for reads of its length.
+    let sent = unsafe { libc::send(fd.as_raw_fd(), buffer.as_ptr() as *const libc::c_void, buffer.len(), 0) };
+    if sent < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(sent as usize)
+    }
+}
+
+/// Turns on per-datagram receive timestamps, the drop counter, and a receive timeout.
+///
+/// # Errors
+/// When the kernel refuses an option.
+pub fn prepare_receive(fd: &OwnedFd, timeout: Duration) -> io::Result<()> {
+    let raw = fd.as_raw_fd();
+    set_option(raw, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1i32)?;
+    set_option(raw, libc::SOL_SOCKET, libc::SO_RXQ_OVFL, 1i32)?;
+    let tv = libc::timeval { tv_sec: timeout.as_secs() as _, tv_usec: timeout.subsec_micros() as _ };
+    set_option(raw, libc::SOL_SOCKET, libc::SO_RCVTIMEO, tv)
+}
+
+/// Sends `count` equally long messages, message `i` being `buffers[i * len..][..len]`, on a
+/// connected or bound socket; returns how many the kernel took (blocking sockets take all).
+///
+/// # Errors
+/// The OS error of the call (EINTR and ENOBUFS are the caller's to retry).
+pub fn send_batch(fd: &OwnedFd, buffers: &mut [u8], len: usize, count: usize) -> io::Result<usize> {
+    assert!(count <= MAX_BATCH && count * len <= buffers.len());
+    let mut iov: [libc::iovec; MAX_BATCH] = unsafe { zeroed() };
+    let mut msgs: [libc::mmsghdr; MAX_BATCH] = unsafe { zeroed() };
+    let base = buffers.as_mut_ptr();
+    for i in 0..count {
+        // SAFETY: i * len + len <= buffers.len() (asserted above).
+        iov[i] = libc::iovec { iov_base: unsafe { base.add(i * len) } as *mut libc::c_void, iov_len: len };
+        msgs[i].msg_hdr.msg_iov = &mut iov[i];
+        msgs[i].msg_hdr.msg_iovlen = 1;
+    }
+    // SAFETY: every header points at a live iovec over `buffers`.
+    let sent = unsafe { libc::sendmmsg(fd.as_raw_fd(), msgs.as_mut_ptr(), count as u32, 0) };
+    check(sent).map(|n| n as usize)
+}
+
+/// One received message of a [`RecvBatch`].
+#[derive(Debug, Clone, Copy)]
+pub struct Received {
+    /// Bytes received.
+    pub len: usize,
+    /// Kernel receive time (CLOCK_REALTIME ns), if the kernel attached one.
+    pub time_ns: Option<u64>,
+    /// The socket's cumulative drop counter, if reported with this message.
+    pub drops: Option<u32>,
+    /// With UDP GRO: the size of each of the datagrams this message joins (the last may be
+    /// shorter).
+    pub segment: Option<usize>,
+}
+
+/// Buffers for receiving up to [`MAX_BATCH`] messages with one `recvmmsg`.
+pub struct RecvBatch {
+    capacity: usize,
+    data: Vec<u8>,
+    control: Vec<u8>,
+    received: Vec<Received>,
+}
+
+impl RecvBatch {
+    /// Room for [`MAX_BATCH`] messages of up to `capacity` bytes each.
+    pub fn new(capacity: usize) -> Self {
+        RecvBatch {
+            capacity,
+            data: vec![0; capacity * MAX_BATCH],
+            control: vec![0; CMSG_SPACE * MAX_BATCH],
+            received: Vec::with_capacity(MAX_BATCH),
+        }
+    }
+
+    /// Receives what is queued (waiting up to the socket's receive timeout for the first
+    /// message); returns the number of messages, 0 on timeout.
+    ///
+    /// # Errors
+    /// OS errors other than timeout and EINTR.
+    pub fn receive(&mut self, fd: &OwnedFd) -> io::Result<usize> {
+        let mut iov: [libc::iovec; MAX_BATCH] = unsafe { zeroed() };
+        let mut msgs: [libc::mmsghdr; MAX_BATCH] = unsafe { zeroed() };
+        let data = self.data.as_mut_ptr();
+        let control = self.control.as_mut_ptr();
+        for i in 0..MAX_BATCH {
+            // SAFETY: offsets stay within `data` and `control` (sized for MAX_BATCH messages).
+            iov[i] = libc::iovec { iov_base: unsafe { data.add(i * self.capacity) } as *mut libc::c_void, iov_len: self.capacity };
+            msgs[i].msg_hdr.msg_iov = &mut iov[i];
+            msgs[i].msg_hdr.msg_iovlen = 1;
+            msgs[i].msg_hdr.msg_control = unsafe { control.add(i * CMSG_SPACE) } as *mut libc::c_void;
+            msgs[i].msg_hdr.msg_controllen = CMSG_SPACE;
+        }
+        // SAFETY: every header points at live buffers of the lengths given.
+        let n = unsafe {
+            libc::recvmmsg(fd.as_raw_fd(), msgs.as_mut_ptr(), MAX_BATCH as u32, libc::MSG_WAITFORONE, std::ptr::null_mut())
+        };
+        if n < 0 {
+            let err = io::Error::last_os_error();
+            return match err.raw_os_error() {
+                Some(libc::EAGAIN) | Some(libc::EINTR) => Ok(0),
+                _ => Err(err),
+            };
+        }
+        self.received.clear();
+        for msg in msgs.iter_mut().take(n as usize) {
+            let mut item = Received { len: msg.msg_len as usize, time_ns: None, drops: None, segment: None };
+            // SAFETY: the kernel filled msg_control with valid cmsgs up to msg_controllen.
+            unsafe {
+                let mut cmsg = libc::CMSG_FIRSTHDR(&msg.msg_hdr);
+                while !cmsg.is_null() {
+                    let (level, kind) = ((*cmsg).cmsg_level, (*cmsg).cmsg_type);
+                    if level == libc::SOL_SOCKET && kind == libc::SCM_TIMESTAMPNS {
+                        let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg) as *const libc::timespec);
+                        item.time_ns = Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
+                    } else if level == libc::SOL_SOCKET && kind == libc::SO_RXQ_OVFL {
+                        item.drops = Some(std::ptr::read_unaligned(libc::CMSG_DATA(cmsg) as *const u32));
+                    } else if level == libc::SOL_UDP && kind == UDP_GRO {
+                        let size = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg) as *const libc::c_int);
+                        item.segment = usize::try_from(size).ok().filter(|&s| s > 0);
+                    }
+                    cmsg = libc::CMSG_NXTHDR(&msg.msg_hdr, cmsg);
+                }
+            }
+            self.received.push(item);
+        }
+        Ok(n as usize)
+    }
+
+    /// Message `i` of the last [`RecvBatch::receive`]: its metadata and bytes.
+    pub fn message(&self, i: usize) -> (Received, &[u8]) {
+        let item = self.received[i];
+        let start = i * self.capacity;
+        (item, &self.data[start..start + item.len.min(self.capacity)])
+    }
+}

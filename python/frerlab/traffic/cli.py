@@ -1,0 +1,267 @@
+"""Command-line verbs of the traffic area: `frerlab gen send`, `frerlab gen recv` and
+`frerlab import FILE...`."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import json
+import sys
+from pathlib import Path
+
+from frerlab.errors import UsageError
+from frerlab.traffic import gen, importer
+from frerlab.traffic.record import TrafficRecord, dump_records, write_atomic
+from frerlab.traffic.units import parse_si
+
+EXIT_SHORTFALL = 3
+
+SEND_EPILOG = """rate (one is required; units are in the option name):
+  --rate-l1 100M    layer-1 bit/s: frame + 20 B preamble/gap per frame (RFC 2544 line rate)
+  --rate-l2 100M    layer-2 bit/s: frame bytes, FCS included
+  --rate-fps 10k    frames per second
+  --max-rate        no pacing: as fast as the host can send
+frame size: bytes FCS included (64..9216) or min (64), max (1518), jumbo (9018);
+RFC 2544 sizes: 64 128 256 512 1024 1280 1518. UDP payload = frame - 46.
+
+exit status: 0 done, 2 bad input, 3 the generator fell short of the requested rate
+(the report says by how much: that shortfall is the host's, not the network's).
+
+examples:
+  frerlab gen send --dst 198.18.0.2 --frame-size 64 --rate-fps 100k --duration 10
+  frerlab gen send --dst 198.18.0.2 --frame-size 1518 --rate-l1 100M --pattern poisson --count 100000 --json
+  frerlab gen send --mode raw --interface veth0 --dst 198.18.0.2 --dst-mac 02:00:00:00:00:02 --max-rate --duration 5
+"""
+
+RECV_EPILOG = """The receiver counts, per stream id: loss, duplicates, reordering (RFC 4737) and one-way
+latency (send time in the probe vs kernel receive time, CLOCK_REALTIME: exact between namespaces
+of one host, needs synchronised clocks between hosts). It stops after --duration, --linger
+seconds after every stream's end-of-stream probe, --idle seconds without traffic, or on Ctrl-C
+(the report then covers what arrived).
+
+examples:
+  frerlab gen recv --port 5555 --json
+  frerlab gen recv --mode raw --interface veth1 --port 5555 --interval 0.1 --output raw.json
+"""
+
+IMPORT_EPILOG = """Recognised formats: iperf3 --json output (TCP or UDP, client or server side), sockperf
+text output (ping-pong, under-load, throughput, as saved from its stdout), sockperf --full-log CSV,
+frerlab gen send/recv raw reports.
+
+examples:
+  frerlab import sockperf_pingpong_64B.txt iperf3_udp.json --json
+"""
+
+
+def _seq_list(text: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of sequence numbers") from None
+    if any(v < 0 for v in values):
+        raise argparse.ArgumentTypeError(f"{text!r} has a negative sequence number (0 or more)")
+    return values
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Adds `gen send`, `gen recv` and `import`."""
+    gen_parser = subparsers.add_parser("gen", help="frerlab's traffic generator and receiver")
+    verbs = gen_parser.add_subparsers(title="verbs", metavar="VERB")
+    gen_parser.set_defaults(func=lambda args: gen_parser.print_help() or 2)
+
+    send = verbs.add_parser(
+        "send", help="send probe frames at a paced rate", epilog=SEND_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    send.add_argument("--dst", required=True, help="destination IPv4 address")
+    send.add_argument("--port", type=int, default=5555, help="destination UDP port (default 5555)")
+    send.add_argument("--source-port", type=int, default=0, help="source UDP port (default any)")
+    send.add_argument("--mode", choices=["udp", "raw"], default="udp", help="UDP socket or AF_PACKET (default udp)")
+    send.add_argument("--interface", help="interface to send on (raw mode)")
+    send.add_argument("--dst-mac", help="destination MAC (raw mode; default broadcast)")
+    send.add_argument("--frame-size", default="64", help="frame bytes FCS included, or min/max/jumbo (default 64)")
+    rate = send.add_mutually_exclusive_group(required=True)
+    rate.add_argument("--rate-l1", metavar="BIT/S", help="layer-1 rate in bit/s (k/M/G suffixes)")
+    rate.add_argument("--rate-l2", metavar="BIT/S", help="layer-2 rate in bit/s (k/M/G suffixes)")
+    rate.add_argument("--rate-fps", metavar="FRAMES/S", help="rate in frames/s (k/M suffixes)")
+    rate.add_argument("--max-rate", action="store_true", help="unpaced: as fast as possible")
+    send.add_argument("--pattern", choices=["constant", "bursts", "poisson"], default="constant")
+    send.add_argument("--burst-frames", type=int, default=10, help="frames per burst (pattern bursts)")
+    send.add_argument("--seed", type=int, default=1, help="seed of the Poisson gaps")
+    send.add_argument("--duration", type=float, help="seconds to send")
+    send.add_argument("--count", type=int, help="data frames (sequence numbers) to send")
+    send.add_argument("--stream-id", type=int, default=0, help="stream id in the probes (0..65535)")
+    send.add_argument("--batch", type=int, default=32, help="frames per sendmmsg call (1..64)")
+    send.add_argument("--gso", action="store_true",
+                      help="UDP mode: one UDP GSO send per batch (fastest; on a veth a batch crosses as one "
+                           "packet, so per-frame processing on the way, e.g. the FRER data plane, sees batches)")
+    send.add_argument("--impair-drop", type=_seq_list, default=[], metavar="SEQS", help="test mode: never send these sequence numbers")
+    send.add_argument("--impair-duplicate", type=_seq_list, default=[], metavar="SEQS", help="test mode: send these twice")
+    send.add_argument("--impair-swap", type=_seq_list, default=[], metavar="SEQS", help="test mode: send each after its successor")
+    send.add_argument("--output", type=Path, help="write the raw sender report (JSON) here")
+    send.add_argument("--json", action="store_true", help="print the result record as JSON")
+    send.set_defaults(func=_send)
+
+    recv = verbs.add_parser(
+        "recv", help="receive probe frames and measure loss, duplicates, reordering, latency",
+        epilog=RECV_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    recv.add_argument("--port", type=int, default=5555, help="UDP port (default 5555)")
+    recv.add_argument("--bind", help="local IPv4 address (UDP mode; default any)")
+    recv.add_argument("--mode", choices=["udp", "raw"], default="udp")
+    recv.add_argument("--interface", help="interface to listen on (raw mode)")
+    recv.add_argument("--duration", type=float, help="seconds to listen (default: until end of stream)")
+    recv.add_argument("--interval", type=float, default=1.0, help="seconds per interval of the series (default 1)")
+    recv.add_argument("--linger", type=float, default=0.5, help="seconds to wait for stragglers after end of stream")
+    recv.add_argument("--idle", type=float, help="stop after this many seconds without traffic (senders without end probes)")
+    recv.add_argument("--no-gro", action="store_true", help="UDP mode: no UDP GRO (one datagram per read)")
+    recv.add_argument("--output", type=Path, help="write the raw receiver report (JSON) here")
+    recv.add_argument("--json", action="store_true", help="print the result records as JSON")
+    recv.set_defaults(func=_recv)
+
+    imp = subparsers.add_parser(
+        "import", help="read old iperf3/sockperf result files into result records",
+        epilog=IMPORT_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    imp.add_argument("files", nargs="+", type=Path, metavar="FILE")
+    imp.add_argument("--output", type=Path, help="write the records (JSON) here")
+    imp.add_argument("--json", action="store_true", help="print the records as JSON")
+    imp.set_defaults(func=_import)
+
+
+def _progress(verb: str, count_key: str | None):
+    """A progress callback printing a running count on one terminal line, or None when stderr
+    is not a terminal."""
+    if not sys.stderr.isatty():
+        return None
+
+    def show(report: dict) -> None:
+        if count_key is not None:
+            count = report[count_key]
+        else:
+            count = sum(s["arrivals"] for s in report["streams"])
+        print(f"\r{verb} {count:,} frames", end="", file=sys.stderr, flush=True)
+
+    return show
+
+
+def _check_port(port: int, what: str) -> None:
+    if not 0 <= port <= 65535:
+        raise UsageError(f"{what} {port} is out of range (0..=65535)")
+
+
+def _send(args: argparse.Namespace) -> int:
+    try:
+        ipaddress.IPv4Address(args.dst)
+    except ValueError:
+        raise UsageError(f"destination {args.dst!r} is not valid (an IPv4 address, e.g. 198.18.0.2)") from None
+    _check_port(args.port, "port")
+    _check_port(args.source_port, "source port")
+    if not 0 <= args.stream_id <= 65535:
+        raise UsageError(f"stream id {args.stream_id} is out of range (0..=65535)")
+    if args.duration is None and args.count is None:
+        raise UsageError("give --duration SECONDS or --count FRAMES (or both) to say when to stop")
+    if args.max_rate:
+        rate: object = "max"
+    elif args.rate_l1:
+        rate = {"l1_bits_per_sec": parse_si(args.rate_l1, "--rate-l1")}
+    elif args.rate_l2:
+        rate = {"l2_bits_per_sec": parse_si(args.rate_l2, "--rate-l2")}
+    else:
+        rate = {"frames_per_sec": parse_si(args.rate_fps, "--rate-fps")}
+    pattern: dict = {"kind": args.pattern}
+    if args.pattern == "bursts":
+        pattern["frames"] = args.burst_frames
+    elif args.pattern == "poisson":
+        pattern["seed"] = args.seed
+    config = {
+        "mode": args.mode, "destination": args.dst, "port": args.port, "source_port": args.source_port,
+        "interface": args.interface, "dst_mac": args.dst_mac, "frame_size": args.frame_size, "rate": rate,
+        "pattern": pattern, "duration_s": args.duration, "count": args.count, "stream_id": args.stream_id,
+        "batch": args.batch, "gso": args.gso,
+        "impair": {"drop": args.impair_drop, "duplicate": args.impair_duplicate, "swap": args.impair_swap},
+    }
+    report = gen.run_sender(config, progress=_progress("sent", "frames_sent"))
+    if sys.stderr.isatty():
+        print(file=sys.stderr)
+    if args.output:
+        write_atomic(args.output, json.dumps(report, indent=2))
+    record = gen.sender_record(report, source=str(args.output) if args.output else None)
+    if args.json:
+        print(dump_records([record]))
+    else:
+        print(_describe(record))
+    for warning in record.warnings:
+        print(f"frerlab: warning: {warning}", file=sys.stderr)
+    return EXIT_SHORTFALL if report["shortfall"] else 0
+
+
+def _recv(args: argparse.Namespace) -> int:
+    _check_port(args.port, "port")
+    config = {
+        "mode": args.mode, "port": args.port, "bind": args.bind, "interface": args.interface,
+        "duration_s": args.duration, "interval_s": args.interval, "linger_s": args.linger,
+        "idle_s": args.idle, "gro": not args.no_gro,
+    }
+    report = gen.run_receiver(config, progress=_progress("received", None), stop_on_interrupt=True)
+    if sys.stderr.isatty():
+        print(file=sys.stderr)
+    if args.output:
+        write_atomic(args.output, json.dumps(report, indent=2))
+    records = gen.receiver_records(report, args.interval, source=str(args.output) if args.output else None)
+    if args.json:
+        print(dump_records(records))
+    else:
+        if not records:
+            print("no probe frames received")
+        for record in records:
+            print(_describe(record))
+            for warning in record.warnings:
+                print(f"  warning: {warning}")
+    return 0
+
+
+def _import(args: argparse.Namespace) -> int:
+    records: list[TrafficRecord] = []
+    for path in args.files:
+        records.extend(importer.import_file(path))
+    if args.output:
+        write_atomic(args.output, dump_records(records))
+    if args.json:
+        print(dump_records(records))
+    else:
+        for record in records:
+            print(_describe(record))
+    return 0
+
+
+def _fmt(value: float | int | None, spec: str = "") -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def _describe(r: TrafficRecord) -> str:
+    """One human-readable paragraph about a record."""
+    head = f"{r.tool} {r.test}" + (f" stream {r.stream_id}" if r.stream_id is not None else "")
+    parts = [head + (f" [{r.source}]" if r.source else "") + ":"]
+    if r.frame_size or r.payload_size:
+        parts.append(f"frame {_fmt(r.frame_size)} B, payload {_fmt(r.payload_size)} B")
+    parts.append(f"sent {_fmt(r.sent)}, received {_fmt(r.received)}, lost {_fmt(r.lost)} ({_fmt(r.loss_percent, '.4f')} %)")
+    if r.duplicates is not None or r.reordered is not None:
+        parts.append(f"duplicates {_fmt(r.duplicates)}, reordered {_fmt(r.reordered)}")
+    if r.frames_per_s is not None:
+        parts.append(
+            f"{r.frames_per_s:,.0f} frames/s, L1 {_fmt(r.l1_bps and r.l1_bps / 1e6, '.2f')} Mbit/s, "
+            f"L2 {_fmt(r.l2_bps and r.l2_bps / 1e6, '.2f')} Mbit/s"
+        )
+    elif r.payload_bps is not None:
+        parts.append(f"payload {r.payload_bps / 1e6:.2f} Mbit/s")
+    if r.jitter_ms is not None:
+        parts.append(f"jitter (RFC 3550 estimate, not latency) {r.jitter_ms:.4f} ms")
+    if r.latency:
+        lat = r.latency
+        pct = ", ".join(f"p{k} {v:.2f}" for k, v in lat.percentiles_us.items())
+        parts.append(
+            f"latency {lat.kind} us: min {_fmt(lat.min_us, '.2f')}, mean {_fmt(lat.mean_us, '.2f')}, "
+            f"std-dev {_fmt(lat.stddev_us, '.2f')}, max {_fmt(lat.max_us, '.2f')}; {pct}"
+        )
+    return "\n  ".join(parts)

@@ -1,0 +1,111 @@
+"""The one result record every traffic source produces: frerlab's own receiver, the iperf3,
+sockperf and mausezahn drivers, and `frerlab import` of old result files.
+
+Units are in the field names. A field a tool cannot measure is None, never a guess: iperf3
+has no latency, mausezahn no receive side, sockperf's jitter is not iperf3's jitter. Latency
+says which kind it is (`one_way`, `rtt`, or `rtt_half` as sockperf reports by default).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+LatencyKind = Literal["one_way", "rtt", "rtt_half"]
+
+L1_OVERHEAD = 20
+UDP_OVERHEAD = 46
+
+
+class Latency(BaseModel):
+    """Latency statistics in microseconds."""
+
+    kind: LatencyKind = Field(description="one_way, rtt (full round trip) or rtt_half (RTT/2)")
+    samples: int | None = None
+    min_us: float | None = None
+    max_us: float | None = None
+    mean_us: float | None = None
+    stddev_us: float | None = None
+    percentiles_us: dict[str, float] = Field(default_factory=dict, description='e.g. {"99.9": 12.5}')
+
+
+class Interval(BaseModel):
+    """One row of a per-interval series."""
+
+    start_s: float
+    duration_s: float
+    frames: int | None = None
+    payload_bps: float | None = None
+    lost: int | None = None
+    duplicates: int | None = None
+    reordered: int | None = None
+    latency: Latency | None = None
+
+
+class TrafficRecord(BaseModel):
+    """One measured stream or test, from any tool."""
+
+    tool: str = Field(description="frerlab-gen, iperf3, sockperf or mausezahn")
+    test: str = Field(description="e.g. udp, tcp, ping-pong, under-load, throughput, send-only")
+    source: str | None = Field(None, description="the file or command the record came from")
+    stream_id: int | None = None
+    frame_size: int | None = Field(None, description="Ethernet frame bytes, FCS included")
+    payload_size: int | None = Field(None, description="UDP/TCP payload bytes per message")
+    duration_s: float | None = None
+    sent: int | None = None
+    received: int | None = None
+    lost: int | None = None
+    loss_percent: float | None = None
+    duplicates: int | None = None
+    reordered: int | None = None
+    frames_per_s: float | None = None
+    payload_bps: float | None = Field(None, description="payload bits per second (goodput)")
+    l2_bps: float | None = Field(None, description="frame bits per second, FCS included")
+    l1_bps: float | None = Field(None, description="with 20 bytes preamble and gap per frame")
+    jitter_ms: float | None = Field(None, description="RFC 3550 smoothed jitter (iperf3), not latency")
+    latency: Latency | None = None
+    intervals: list[Interval] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+
+    def with_rates(self) -> TrafficRecord:
+        """A copy with l1/l2/payload rates filled from frames_per_s and sizes where missing."""
+        update: dict[str, float] = {}
+        fps, frame = self.frames_per_s, self.frame_size
+        if fps is not None and frame is not None:
+            update.setdefault("l2_bps", fps * frame * 8)
+            update.setdefault("l1_bps", fps * (frame + L1_OVERHEAD) * 8)
+        if fps is not None and self.payload_size is not None:
+            update.setdefault("payload_bps", fps * self.payload_size * 8)
+        return self.model_copy(update={k: v for k, v in update.items() if getattr(self, k) is None})
+
+
+def loss_percent(sent: int | None, lost: int | None) -> float | None:
+    """Loss in percent of sent (RFC 2544 26.3), None when unknown."""
+    if sent is None or lost is None or sent <= 0:
+        return None
+    return lost / sent * 100.0
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Writes `text` to `path` via a temporary file in the same directory and a rename."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def dump_records(records: list[TrafficRecord]) -> str:
+    """Records as a JSON array."""
+    return json.dumps([r.model_dump(mode="json") for r in records], indent=2)

@@ -1,0 +1,94 @@
+"""What every tool driver shares: finding the tool (and saying how to install it), running it
+(optionally inside a network namespace via a command prefix), and clean shutdown of servers."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from frerlab.errors import UsageError
+
+
+class ToolMissing(UsageError):
+    """The tool is not installed; the message says how to install it."""
+
+
+class ToolFailed(RuntimeError):
+    """The tool ran but failed; the message carries its exit status and last output."""
+
+
+class ParseError(ValueError):
+    """A tool's output could not be read; the message names the file and what was expected."""
+
+
+@dataclass(frozen=True)
+class Tool:
+    """An external program and the Debian package that provides it."""
+
+    name: str
+    executable: str
+    debian_package: str
+
+    def require(self) -> str:
+        """Path of the executable; raises ToolMissing with the install command if absent."""
+        path = shutil.which(self.executable)
+        if path is None:
+            raise ToolMissing(
+                f"{self.name} is not installed (no {self.executable!r} on PATH): "
+                f"install it with `apt-get install {self.debian_package}` (Debian/Ubuntu)"
+            )
+        return path
+
+
+def run(argv: Sequence[str], timeout_s: float) -> subprocess.CompletedProcess:
+    """Runs `argv` to completion, capturing text output; raises ToolFailed on a non-zero exit."""
+    try:
+        done = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        raise ToolFailed(f"{argv[0]} did not finish within {timeout_s:.0f} s: {' '.join(argv)}") from None
+    if done.returncode != 0:
+        tail = (done.stderr or done.stdout).strip()[-500:]
+        raise ToolFailed(f"{' '.join(argv)} exited with status {done.returncode}: {tail}")
+    return done
+
+
+def wait_for_udp_port(prefix: Sequence[str], port: int, timeout_s: float = 10.0) -> None:
+    """Waits until something listens on UDP `port` where `prefix` runs commands (e.g. inside a
+    namespace); raises ToolFailed after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        done = subprocess.run([*prefix, "ss", "-Hnul", f"sport = :{port}"], capture_output=True, text=True)
+        if done.stdout.strip():
+            return
+        time.sleep(0.05)
+    raise ToolFailed(f"nothing listened on UDP port {port} within {timeout_s:.0f} s")
+
+
+class Background:
+    """A server process that is stopped (terminate, then kill) when the `with` block ends."""
+
+    def __init__(self, argv: Sequence[str]) -> None:
+        self.argv = list(argv)
+        self.process = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def __enter__(self) -> Background:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def stop(self) -> str:
+        """Stops the process (if still running) and returns what it printed."""
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                out, err = self.process.communicate(timeout=3)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                out, err = self.process.communicate()
+        else:
+            out, err = self.process.communicate()
+        return (out or "") + (err or "")

@@ -1,0 +1,119 @@
+"""iperf3 driver and parser (TCP and UDP, `--json`, `--udp-counters-64bit`).
+
+Sizes and rates the way iperf3 counts them: `-l` is the UDP payload (frame - 46 for an untagged
+IPv4 frame) and `-b` counts payload bits, so a frame rate f at frame size F becomes
+`-b f * (F - 46) * 8`. Loss comes from the receiver's counts that iperf3 reports back to the
+client (`lost_packets`); `jitter_ms` is RFC 3550's smoothed estimate, not a latency, and iperf3
+measures no latency at all.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from frerlab.traffic.record import UDP_OVERHEAD, Interval, TrafficRecord, loss_percent
+from frerlab.traffic.tools.base import Background, ParseError, Tool, ToolFailed
+
+TOOL = Tool("iperf3", "iperf3", "iperf3")
+# The one-shot server needs a moment to listen; the client is retried while refused.
+CONNECT_ATTEMPTS = 30
+
+
+def client_command(
+    server_ip: str, *, port: int = 5201, duration_s: float = 10.0, udp: bool = True,
+    frame_size: int | None = None, frames_per_s: float | None = None,
+) -> list[str]:
+    """The iperf3 client command line; for UDP, `frame_size` and `frames_per_s` are converted
+    to iperf3's payload length and payload bit rate (no rate: unlimited, `-b 0`)."""
+    argv = [TOOL.executable, "-c", server_ip, "-p", str(port), "-t", f"{duration_s:g}", "--json"]
+    if not udp:
+        return argv
+    argv += ["-u", "--udp-counters-64bit"]
+    payload = (frame_size or 1518) - UDP_OVERHEAD
+    argv += ["-l", str(payload)]
+    argv += ["-b", "0" if frames_per_s is None else f"{frames_per_s * payload * 8:.0f}"]
+    return argv
+
+
+def run_test(
+    server_ip: str, *, client_prefix: Sequence[str] = (), server_prefix: Sequence[str] = (),
+    port: int = 5201, duration_s: float = 10.0, udp: bool = True,
+    frame_size: int | None = None, frames_per_s: float | None = None,
+) -> tuple[str, list[TrafficRecord]]:
+    """Runs one iperf3 test (a one-shot server, then the client); returns the client's raw
+    JSON and the records parsed from it."""
+    TOOL.require()
+    argv = [*client_prefix, *client_command(
+        server_ip, port=port, duration_s=duration_s, udp=udp, frame_size=frame_size, frames_per_s=frames_per_s,
+    )]
+    with Background([*server_prefix, TOOL.executable, "-s", "-1", "-p", str(port)]):
+        for _ in range(CONNECT_ATTEMPTS):
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=duration_s + 30)
+            if "unable to connect" not in done.stdout + done.stderr:
+                break
+            time.sleep(0.1)
+    if done.returncode != 0:
+        raise ToolFailed(f"{' '.join(argv)} exited with status {done.returncode}: {(done.stdout + done.stderr)[-500:]}")
+    return done.stdout, parse(done.stdout, source=" ".join(argv))
+
+
+def parse(text: str, source: str | None = None) -> list[TrafficRecord]:
+    """Records from iperf3 `--json` client output (TCP or UDP): one record for the whole test."""
+    where = source or "iperf3 output"
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ParseError(f"{where}: not iperf3 JSON ({err})") from None
+    if not isinstance(doc, dict) or "start" not in doc or "end" not in doc:
+        raise ParseError(f"{where}: not iperf3 --json output (no 'start' and 'end' objects)")
+    if doc.get("error"):
+        raise ParseError(f"{where}: iperf3 reported an error: {doc['error']}")
+    start, end = doc["start"], doc["end"]
+    test = start.get("test_start", {})
+    protocol = test.get("protocol", "TCP").lower()
+    payload = test.get("blksize")
+    intervals = [
+        Interval(
+            start_s=i["sum"]["start"], duration_s=i["sum"]["seconds"],
+            frames=i["sum"].get("packets"), payload_bps=i["sum"]["bits_per_second"],
+        )
+        for i in doc.get("intervals", [])
+    ]
+    warnings = []
+    if test.get("reverse"):
+        warnings.append("reverse mode (-R): the server sent, the client received")
+    if protocol == "udp":
+        # iperf3 >= 3.11 reports both sides; older versions only "sum" (the receiver's view).
+        sent_side, received_side = end.get("sum_sent", end["sum"]), end.get("sum_received", end["sum"])
+        sent, lost = sent_side.get("packets"), received_side.get("lost_packets")
+        seconds = received_side.get("seconds") or test.get("duration")
+        received = sent - lost if sent is not None and lost is not None else None
+        if lost is not None and lost < 0:
+            warnings.append(f"iperf3 reported {lost} lost packets (negative: its counters disagree)")
+        reordered = sum(st["udp"].get("out_of_order", 0) for st in end.get("streams", []) if "udp" in st)
+        frame = payload + UDP_OVERHEAD if payload else None
+        return [TrafficRecord(
+            tool="iperf3", test="udp", source=source, frame_size=frame, payload_size=payload,
+            duration_s=seconds, sent=sent, received=received, lost=lost,
+            loss_percent=loss_percent(sent, lost), reordered=reordered,
+            frames_per_s=received / seconds if received is not None and seconds else None,
+            jitter_ms=received_side.get("jitter_ms"), intervals=intervals, warnings=warnings,
+        ).with_rates()]
+    received = end.get("sum_received", {})
+    sent = end.get("sum_sent", {})
+    if sent.get("retransmits"):
+        warnings.append(f"{sent['retransmits']} TCP retransmits")
+    return [TrafficRecord(
+        tool="iperf3", test="tcp", source=source, payload_size=None,
+        duration_s=received.get("seconds") or sent.get("seconds"),
+        payload_bps=received.get("bits_per_second"), intervals=intervals, warnings=warnings,
+    )]
+
+
+def parse_file(path: Path) -> list[TrafficRecord]:
+    """Records from an iperf3 JSON file."""
+    return parse(Path(path).read_text(), source=str(path))
