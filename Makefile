@@ -32,8 +32,11 @@ build: debs native
 native: venv
 	$(LOCK) env VIRTUAL_ENV=$(abspath $(VENV)) $(VENV)/bin/maturin develop --release --extras test --quiet
 
+# Benchmarks print ratios against baselines measured in the same run (docs/PERFORMANCE.md).
 bench: build
-	$(PY) benches/run_all.py
+	cargo bench -p frer --bench frer_recovery
+	$(PY) benches/sim_engine.py
+	$(PY) benches/traffic_pps.py
 
 clean:
 	rm -rf target $(VENV) .make
