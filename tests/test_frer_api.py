@@ -2,8 +2,8 @@
 
 import pytest
 
-from frerlab.frer import (COUNTER_NAMES, LatentErrorDetector, SequenceGenerator,
-                          SequenceRecovery, pop_rtag, push_rtag)
+from frerlab.frer import (COUNTER_NAMES, LatentErrorDetector, SequenceDecoder,
+                          SequenceGenerator, SequenceRecovery, pop_rtag, push_rtag)
 
 ETH = bytes.fromhex("020000000002" "020000000001")
 IPV4_PAYLOAD = b"\x08\x00" + bytes(46)
@@ -100,3 +100,18 @@ def test_latent_error_detector_reports_a_dead_path():
     assert (err.condition, err.difference, err.at_ns) == ("missing-copies", -80, 2_000)
     with pytest.raises(ValueError, match=r"paths 1 is out of range \(2..=1024\)"):
         LatentErrorDetector(difference=1, paths=1)
+
+
+def test_decoder_counts_encoding_errors_not_runts_or_untagged_frames():
+    dec = SequenceDecoder()
+    frame = ETH + IPV4_PAYLOAD
+    assert dec.decode(push_rtag(frame, 300)) == 300
+    assert dec.decode(frame) is None
+    with pytest.raises(ValueError):
+        dec.decode(ETH[:8])
+    assert dec.seq_enc_errored_packets == 0
+    with pytest.raises(ValueError, match="reserved"):
+        dec.decode(ETH + bytes.fromhex("f1c1000200070800") + bytes(46))
+    with pytest.raises(ValueError):
+        dec.decode(ETH + bytes.fromhex("f1c100"))
+    assert dec.seq_enc_errored_packets == 2

@@ -22,6 +22,7 @@ from frerlab import _native
 __all__ = [
     "SequenceRecovery",
     "SequenceGenerator",
+    "SequenceDecoder",
     "LatentErrorDetector",
     "LatentError",
     "StreamIdentifier",
@@ -128,6 +129,28 @@ class SequenceGenerator:
     def resets(self) -> int:
         """frerCpsSeqGenResets."""
         return self._fn.resets()
+
+
+class SequenceDecoder:
+    """The sequence decode function (802.1CB 7.6): the number an R-tagged frame carries.
+
+    `decode(frame)` returns the sequence number, or None for a frame without an R-TAG (an
+    untagged frame for the recovery function). A frame whose R-TAG is cut short or has a
+    reserved field other than 0 raises ValueError and counts in `seq_enc_errored_packets`
+    (frerCpsSeqEncErroredPackets); a runt frame raises ValueError without counting.
+    """
+
+    def __init__(self) -> None:
+        self._fn = _native.SequenceDecoder()
+
+    def decode(self, frame: bytes) -> int | None:
+        """The frame's sequence number, or None if it has no R-TAG."""
+        return self._fn.decode(bytes(frame))
+
+    @property
+    def seq_enc_errored_packets(self) -> int:
+        """frerCpsSeqEncErroredPackets."""
+        return self._fn.seq_enc_errored_packets()
 
 
 @dataclass(frozen=True)

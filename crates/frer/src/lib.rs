@@ -3,8 +3,10 @@
 //! simulator, behind the Python API, and as the reference for the eBPF data plane.
 //!
 //! Layers, dependencies one way only: `wire` (bytes <-> structs) <- `identify` (which stream a
-//! frame belongs to) and `generation` / `recovery` / `latent` (the FRER functions and counters).
+//! frame belongs to) and `decode` (the number a frame carries, encoding errors counted);
+//! `generation` / `recovery` / `latent` (the FRER functions and counters) work on numbers only.
 
+pub mod decode;
 pub mod generation;
 pub mod identify;
 pub mod latent;

@@ -2,6 +2,7 @@
 //! Conversions and error mapping only: parameter checks and messages live in crates/frer.
 use std::net::IpAddr;
 
+use frer::decode::SequenceDecoder;
 use frer::generation::SequenceGenerator;
 use frer::identify::{
     ActiveDestMacVlanIdentity, DestMacVlan, IpIdentity, MaskAndMatchIdentity, NextProtocol,
@@ -125,6 +126,31 @@ impl PySequenceGenerator {
     /// frerCpsSeqGenResets.
     fn resets(&self) -> u64 {
         self.inner.resets()
+    }
+}
+
+/// The sequence decode function with its encoding-error counter.
+#[pyclass(name = "SequenceDecoder", module = "frerlab._native")]
+#[derive(Default)]
+struct PySequenceDecoder {
+    inner: SequenceDecoder,
+}
+
+#[pymethods]
+impl PySequenceDecoder {
+    #[new]
+    fn new() -> Self {
+        Self::default()
+    }
+
+    /// The frame's sequence number, or None without an R-TAG; ValueError if unreadable.
+    fn decode(&mut self, frame: &[u8]) -> PyResult<Option<u16>> {
+        Ok(self.inner.decode(frame).map_err(value_error)?.map(|seq| seq.0))
+    }
+
+    /// frerCpsSeqEncErroredPackets.
+    fn seq_enc_errored_packets(&self) -> u64 {
+        self.inner.seq_enc_errored_packets()
     }
 }
 
@@ -395,6 +421,7 @@ impl PyStreamIdentifier {
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PySequenceRecovery>()?;
     m.add_class::<PySequenceGenerator>()?;
+    m.add_class::<PySequenceDecoder>()?;
     m.add_class::<PyLatentErrorDetector>()?;
     m.add_class::<PyStreamIdentifier>()?;
     m.add_function(wrap_pyfunction!(push_rtag, m)?)?;

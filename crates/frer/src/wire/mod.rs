@@ -91,6 +91,21 @@ impl Header {
     }
 }
 
+impl WireError {
+    /// Whether this is an R-TAG that cannot be read (cut short, or reserved field not 0): what
+    /// frerCpsSeqEncErroredPackets counts (802.1CB 10.8).
+    pub fn is_encoding_error(&self) -> bool {
+        matches!(
+            self,
+            WireError::RtagReserved { .. }
+                | WireError::Truncated {
+                    header: Header::Rtag,
+                    ..
+                }
+        )
+    }
+}
+
 impl fmt::Display for WireError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
