@@ -7,7 +7,7 @@ DEB_PACKAGES := clang llvm libbpf-dev bpftool iproute2 iperf3 sockperf netsniff-
 # One build at a time: parallel make runs (and parallel developers) share the .venv and target/.
 LOCK := flock /tmp/frerlab-build.lock
 
-.PHONY: demo test deps debs venv build native bench clean
+.PHONY: demo test deps debs venv build native bpf bench clean
 
 demo: build
 	$(VENV)/bin/frerlab demo
@@ -27,7 +27,10 @@ $(VENV)/bin/python:
 venv: $(VENV)/bin/python
 	$(PY) -m pip install -q --disable-pip-version-check "maturin>=1.7,<2"
 
-build: debs native
+build: debs native bpf
+
+bpf: debs
+	$(MAKE) -s -C bpf
 
 native: venv
 	$(LOCK) env VIRTUAL_ENV=$(abspath $(VENV)) $(VENV)/bin/maturin develop --release --extras test --quiet

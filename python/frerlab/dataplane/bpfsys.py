@@ -1,0 +1,138 @@
+"""The few bpf(2) commands the data plane needs, through ctypes: get a pinned program or map,
+read and write map elements, and run a program on a crafted frame (BPF_PROG_TEST_RUN).
+Loading and pinning an object file is left to `bpftool prog loadall`, which every system with
+BPF has; errors carry the kernel's errno text and say what was being done."""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import platform
+import shutil
+import struct
+import subprocess
+from pathlib import Path
+
+_SYSCALL_BPF = {"x86_64": 321, "aarch64": 280}
+_MAP_LOOKUP_ELEM, _MAP_UPDATE_ELEM, _OBJ_GET, _PROG_TEST_RUN = 1, 2, 7, 10
+#: Map update flag: take the value's bpf_spin_lock while writing it.
+BPF_F_LOCK = 4
+BPFFS = Path("/sys/fs/bpf")
+#: `struct __sk_buff` size and the offset of ingress_ifindex (linux/bpf.h).
+SK_BUFF_SIZE, SK_BUFF_INGRESS_IFINDEX = 192, 36
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+class BpfError(OSError):
+    """A bpf(2) call or bpftool run that failed; the message says which and why."""
+
+
+def _bpf(cmd: int, attr: ctypes.Array, what: str) -> int:
+    number = _SYSCALL_BPF.get(platform.machine())
+    if number is None:
+        raise BpfError(f"bpf(2) syscall number unknown on {platform.machine()} "
+                       f"(known: {', '.join(_SYSCALL_BPF)})")
+    ret = _libc.syscall(number, cmd, ctypes.byref(attr), len(attr))
+    if ret < 0:
+        err = ctypes.get_errno()
+        raise BpfError(err, f"{what}: {os.strerror(err)} ({errno.errorcode.get(err, err)})")
+    return ret
+
+
+def ensure_bpffs() -> None:
+    """Mounts the BPF filesystem at /sys/fs/bpf if it is not mounted."""
+    if not os.path.ismount(BPFFS):
+        subprocess.run(["mount", "-t", "bpf", "bpf", str(BPFFS)], check=True)
+
+
+def load_and_pin(obj: Path, pin_dir: Path) -> None:
+    """Loads every program of `obj` (verifier included) and pins programs under `pin_dir`,
+    maps under `pin_dir/maps`. Removes what it pinned if loading fails."""
+    if shutil.which("bpftool") is None:
+        raise BpfError("bpftool is not installed (apt-get install bpftool)")
+    ensure_bpffs()
+    result = subprocess.run(["bpftool", "prog", "loadall", str(obj), str(pin_dir),
+                             "pinmaps", str(pin_dir / "maps")], capture_output=True, text=True)
+    if result.returncode != 0:
+        unpin(pin_dir)
+        tail = "\n".join(result.stderr.strip().splitlines()[-5:])
+        raise BpfError(f"loading {obj} failed (the verifier's last words):\n{tail}")
+
+
+def unpin(pin_dir: Path) -> None:
+    """Removes a pin directory and everything pinned in it; the kernel frees what no one
+    else holds."""
+    if pin_dir.exists():
+        shutil.rmtree(pin_dir)
+
+
+class Pinned:
+    """A file descriptor of a pinned program or map, closed on `close()` or at exit."""
+
+    def __init__(self, path: Path) -> None:
+        name = ctypes.create_string_buffer(os.fsencode(path))
+        attr = ctypes.create_string_buffer(struct.pack("<QII", ctypes.addressof(name), 0, 0), 16)
+        self.path = path
+        self.fd = _bpf(_OBJ_GET, attr, f"opening pinned {path}")
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __enter__(self) -> Pinned:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class Map(Pinned):
+    """A pinned map with fixed key and value sizes."""
+
+    def __init__(self, path: Path, key_size: int, value_size: int) -> None:
+        super().__init__(path)
+        self.key_size, self.value_size = key_size, value_size
+
+    def _elem(self, cmd: int, key: bytes, value: ctypes.Array, flags: int, what: str) -> None:
+        if len(key) != self.key_size:
+            raise ValueError(f"key of {len(key)} bytes for {self.path.name} (needs {self.key_size})")
+        k = ctypes.create_string_buffer(key, len(key))
+        attr = ctypes.create_string_buffer(
+            struct.pack("<IIQQQ", self.fd, 0, ctypes.addressof(k), ctypes.addressof(value), flags), 32)
+        _bpf(cmd, attr, f"{what} {self.path.name}[{key.hex()}]")
+
+    def lookup(self, key: bytes) -> bytes:
+        """The value at `key` (for a per-CPU map, every CPU's value one after another)."""
+        value = ctypes.create_string_buffer(self.value_size)
+        self._elem(_MAP_LOOKUP_ELEM, key, value, 0, "reading")
+        return value.raw
+
+    def update(self, key: bytes, value: bytes, flags: int = 0) -> None:
+        """Writes `value` at `key`."""
+        if len(value) != self.value_size:
+            raise ValueError(f"value of {len(value)} bytes for {self.path.name} "
+                             f"(needs {self.value_size})")
+        self._elem(_MAP_UPDATE_ELEM, key, ctypes.create_string_buffer(value, len(value)), flags,
+                   "writing")
+
+
+class Program(Pinned):
+    """A pinned tc program that can be run on a crafted frame."""
+
+    def test_run(self, frame: bytes, ingress_ifindex: int = 0) -> tuple[int, bytes]:
+        """Runs the program once on `frame` as if received on `ingress_ifindex`; returns the
+        tc verdict and the frame as the program left it."""
+        data_in = ctypes.create_string_buffer(frame, len(frame))
+        data_out = ctypes.create_string_buffer(len(frame) + 256)
+        ctx = bytearray(SK_BUFF_SIZE)
+        struct.pack_into("<I", ctx, SK_BUFF_INGRESS_IFINDEX, ingress_ifindex)
+        ctx_in = ctypes.create_string_buffer(bytes(ctx), SK_BUFF_SIZE)
+        attr = ctypes.create_string_buffer(struct.pack(
+            "<IIIIQQIIIIQQIII4x", self.fd, 0, len(frame), len(data_out), ctypes.addressof(data_in),
+            ctypes.addressof(data_out), 1, 0, SK_BUFF_SIZE, 0, ctypes.addressof(ctx_in), 0, 0, 0, 0), 80)
+        _bpf(_PROG_TEST_RUN, attr, f"test run of {self.path.name}")
+        retval, _, size_out = struct.unpack_from("<III", attr.raw, 4)
+        return retval, data_out.raw[:size_out]
