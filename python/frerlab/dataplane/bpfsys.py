@@ -18,7 +18,9 @@ _SYSCALL_BPF = {"x86_64": 321, "aarch64": 280}
 _MAP_LOOKUP_ELEM, _MAP_UPDATE_ELEM, _OBJ_GET, _PROG_TEST_RUN = 1, 2, 7, 10
 #: Map update flag: take the value's bpf_spin_lock while writing it.
 BPF_F_LOCK = 4
-BPFFS = Path("/sys/fs/bpf")
+#: Where frerlab pins: a BPF filesystem of its own outside /sys, because `ip netns exec` and
+#: `tc -n` remount /sys in the namespace and would lose sight of /sys/fs/bpf.
+BPFFS = Path("/run/frerlab/bpf")
 #: `struct __sk_buff` size and the offset of ingress_ifindex (linux/bpf.h).
 SK_BUFF_SIZE, SK_BUFF_INGRESS_IFINDEX = 192, 36
 
@@ -42,9 +44,10 @@ def _bpf(cmd: int, attr: ctypes.Array, what: str) -> int:
 
 
 def ensure_bpffs() -> None:
-    """Mounts the BPF filesystem at /sys/fs/bpf if it is not mounted."""
+    """Mounts a BPF filesystem at BPFFS if none is mounted there."""
     if not os.path.ismount(BPFFS):
-        subprocess.run(["mount", "-t", "bpf", "bpf", str(BPFFS)], check=True)
+        BPFFS.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["mount", "-t", "bpf", "frerlab-bpf", str(BPFFS)], check=True)
 
 
 def load_and_pin(obj: Path, pin_dir: Path) -> None:
