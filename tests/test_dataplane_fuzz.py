@@ -1,0 +1,92 @@
+"""Robustness of the eBPF data plane: random and mutilated frames run through frer_ingress
+(BPF_PROG_TEST_RUN) never make it misbehave. A recovery node must answer every frame with
+pass-to-stack or drop; a frame whose R-TAG is cut short or has reserved != 0 is dropped and
+counted as an encoding error, never passed as a stream frame. Frames shorter than an Ethernet
+header never reach a tc program (the kernel refuses them, in BPF_PROG_TEST_RUN too), so the
+shortest frames here are 14 bytes."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import struct
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from frerlab.dataplane import bpfsys, layout
+from frerlab.frer import SequenceDecoder, push_rtag
+
+ROOT = Path(__file__).resolve().parent.parent
+IFINDEX = 100
+missing = [tool for tool in ("clang", "bpftool") if shutil.which(tool) is None]
+pytestmark = [
+    pytest.mark.root,
+    pytest.mark.skipif(os.geteuid() != 0, reason="loading BPF programs needs root"),
+    pytest.mark.skipif(bool(missing), reason=f"not installed: {', '.join(missing)}"),
+]
+PORT_STATS = struct.Struct("<8Q")  # struct frer_port_stats
+BASE = bytes.fromhex("020000000002020000000001") + b"\x08\x00" + bytes(46)
+
+
+def mutilated_frames(rng: random.Random, n: int):
+    """Random bytes, short frames, VLAN stacks, bad and cut R-TAGs and valid tagged frames."""
+    for _ in range(n):
+        kind = rng.randrange(6)
+        if kind == 0:
+            yield rng.randbytes(rng.randrange(14, 200))
+        elif kind == 1:
+            yield BASE[:12] + rng.choice([b"\x81\x00", b"\x88\xa8", b"\xf1\xc1"])
+        elif kind == 2:
+            tagged = bytearray(push_rtag(BASE, rng.randrange(65536)))
+            tagged[14:16] = rng.randrange(1, 65536).to_bytes(2, "big")
+            yield bytes(tagged)
+        elif kind == 3:
+            yield push_rtag(BASE, rng.randrange(65536))[:rng.randrange(14, 20)]
+        elif kind == 4:
+            tags = b"".join(rng.choice([b"\x81\x00", b"\x88\xa8", b"\xf1\xc1"]) + rng.randbytes(2)
+                            for _ in range(rng.randrange(1, 4)))
+            yield BASE[:12] + tags + BASE[12:rng.randrange(12, len(BASE))]
+        else:
+            yield push_rtag(BASE, rng.randrange(65536))
+
+
+def test_random_and_mutilated_frames_are_counted_and_never_passed_as_stream_frames():
+    subprocess.run(["make", "-s", "-C", str(ROOT / "bpf")], check=True)
+    pin_dir = bpfsys.BPFFS / f"frerlab-fuzz-{os.getpid()}"
+    bpfsys.load_and_pin(ROOT / "bpf" / "build" / "frer.o", pin_dir)
+    maps = pin_dir / "maps"
+    try:
+        with bpfsys.Map(maps / "port_of_ifindex", 4, 4) as ports, \
+                bpfsys.Map(maps / "identities", 4, layout.IDENTITY.size) as identities, \
+                bpfsys.Map(maps / "streams", 4, 136) as streams, \
+                bpfsys.Map(maps / "rcvy", 4, layout.RCVY.size) as rcvy, \
+                bpfsys.Map(maps / "settings", 4, layout.SETTINGS.size) as settings, \
+                bpfsys.Program(pin_dir / "frer_ingress") as prog:
+            ports.update(layout.key(IFINDEX), layout.key(0))
+            identities.update(layout.key(0), layout.match_all_identity(0, 0xFFFF))
+            streams.update(layout.key(0), layout.stream(layout.STREAM_RECOVER,
+                                                        [layout.output(flags=layout.OUT_LOCAL)]))
+            rcvy.update(layout.key(0), layout.RecoveryConfig(history_length=1024).pack())
+            settings.update(layout.key(0), layout.settings(1))
+            decoder, unreadable, frames = SequenceDecoder(), 0, 0
+            for frame in mutilated_frames(random.Random(8021), 3000):
+                frames += 1
+                verdict, _ = prog.test_run(frame, IFINDEX)
+                assert verdict in (layout.TC_ACT_OK, layout.TC_ACT_SHOT), f"verdict {verdict} for {frame.hex()}"
+                try:
+                    decoder.decode(frame)
+                except ValueError:
+                    unreadable += 1
+                    assert verdict == layout.TC_ACT_SHOT, f"passed an unreadable frame: {frame.hex()}"
+            with bpfsys.Map(maps / "port_stats", 4, PORT_STATS.size * os.cpu_count()) as stats:
+                raw = stats.lookup(layout.key(0))
+            per_cpu = [PORT_STATS.unpack_from(raw, i * PORT_STATS.size) for i in range(os.cpu_count())]
+            seen, malformed, enc_errored = (sum(c[i] for c in per_cpu) for i in range(3))
+            assert seen == frames
+            assert malformed + enc_errored == unreadable > 0
+            assert enc_errored == decoder.seq_enc_errored_packets > 0
+    finally:
+        bpfsys.unpin(pin_dir)
