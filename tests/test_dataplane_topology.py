@@ -1,11 +1,11 @@
-"""A stream through a two-path namespace topology with the eBPF data plane: talker - sw1
-(numbers and replicates onto paths a and b) - sw2 (eliminates, removes the R-TAG) - listener.
-frerlab's receiver at the listener must see every frame exactly once, also while path a is
-cut, and sw2's recovery counters must prove the elimination."""
+"""A stream through a two-path namespace topology with the eBPF data plane (TwoPath): talker
+- sw1 (numbers and replicates onto paths a and b) - sw2 (eliminates, removes the R-TAG) -
+listener. frerlab's receiver at the listener must see every frame exactly once, also while
+path a is cut, and sw2's recovery counters must prove the elimination; the plain-redirect
+baseline on path a alone loses what is sent during the same cut."""
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import shutil
@@ -15,8 +15,7 @@ import time
 
 import pytest
 
-from frerlab.dataplane.layout import RecoveryConfig
-from frerlab.dataplane.node import Node
+from frerlab.dataplane.twopath import LISTENER_IP, TwoPath
 from frerlab.traffic.tools.base import wait_for_udp_port
 
 CLI = [sys.executable, "-m", "frerlab.cli"]
@@ -26,103 +25,75 @@ pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="namespaces and BPF need root"),
     pytest.mark.skipif(bool(missing), reason=f"not installed: {', '.join(missing)}"),
 ]
-_ids = itertools.count()
-# (namespace, interface) pairs joined by veths: talker-sw1, path a, path b, sw2-listener.
-LINKS = [("tal", "t0", "sw1", "up"), ("sw1", "pa", "sw2", "pa"), ("sw1", "pb", "sw2", "pb"),
-         ("sw2", "down", "lis", "l0")]
 
 
-def sh(*argv: str) -> str:
-    return subprocess.run(argv, check=True, capture_output=True, text=True).stdout
-
-
-@pytest.fixture
-def topology():
-    """The four namespaces, their links and sw1/sw2 data planes; all removed afterwards."""
-    prefix = f"frd{os.getpid()}x{next(_ids)}"
-    ns = {role: f"{prefix}-{role}" for role in ("tal", "sw1", "sw2", "lis")}
-    nodes = []
-    try:
-        for name in ns.values():
-            sh("ip", "netns", "add", name)
-            sh("ip", "netns", "exec", name, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1")
-            sh("ip", "-n", name, "link", "set", "lo", "up")
-        for a_ns, a_if, b_ns, b_if in LINKS:
-            sh("ip", "link", "add", f"{prefix}a", "netns", ns[a_ns], "type", "veth", "peer", "name",
-               f"{prefix}b", "netns", ns[b_ns])
-            sh("ip", "-n", ns[a_ns], "link", "set", f"{prefix}a", "name", a_if, "up")
-            sh("ip", "-n", ns[b_ns], "link", "set", f"{prefix}b", "name", b_if, "up")
-        sh("ip", "-n", ns["tal"], "addr", "add", "198.18.0.1/24", "dev", "t0")
-        sh("ip", "-n", ns["lis"], "addr", "add", "198.18.0.2/24", "dev", "l0")
-        (l0,) = json.loads(sh("ip", "-n", ns["lis"], "-j", "link", "show", "dev", "l0"))
-        sh("ip", "-n", ns["tal"], "neigh", "replace", "198.18.0.2", "lladdr", l0["address"],
-           "dev", "t0", "nud", "permanent")
-        sw1 = Node(f"{prefix}-sw1", ns["sw1"], ["up", "pa", "pb"]).__enter__()
-        nodes.append(sw1)
-        sw1.add_stream(0, ingress=["up"], outputs=["pa", "pb"], generate=True, encode=True)
-        sw2 = Node(f"{prefix}-sw2", ns["sw2"], ["pa", "pb", "down"]).__enter__()
-        nodes.append(sw2)
-        sw2.add_stream(0, ingress=["pa", "pb"], outputs=["down"],
-                       recovery=RecoveryConfig(history_length=32, reset_timeout_ns=1_000_000_000))
-        sw1.attach()
-        sw2.attach()
-        yield ns, sw1, sw2
-    finally:
-        for node in nodes:
-            node.close()
-        for name in ns.values():
-            subprocess.run(["ip", "netns", "del", name], capture_output=True)
-
-
-def stream_through(ns: dict, tmp_path, count: int, during=None) -> dict:
+def stream_through(net: TwoPath, tmp_path, count: int, during=None, size: int = 64) -> dict:
     out = tmp_path / "recv.json"
-    recv = subprocess.Popen(["ip", "netns", "exec", ns["lis"], *CLI, "gen", "recv", "--port", "5555",
-                             "--duration", "30", "--linger", "0.3", "--output", str(out)],
+    recv = subprocess.Popen(net.exec("lis", [*CLI, "gen", "recv", "--port", "5555", "--duration", "30",
+                                             "--linger", "0.3", "--output", str(out)]),
                             stdout=subprocess.DEVNULL)
+    send = None
     try:
-        wait_for_udp_port(["ip", "netns", "exec", ns["lis"]], 5555)
-        send = subprocess.Popen(["ip", "netns", "exec", ns["tal"], *CLI, "gen", "send", "--dst",
-                                 "198.18.0.2", "--port", "5555", "--rate-fps", "10k", "--count",
-                                 str(count)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        wait_for_udp_port(net.exec("lis", []), 5555)
+        send = subprocess.Popen(net.exec("tal", [*CLI, "gen", "send", "--dst", LISTENER_IP, "--port", "5555",
+                                                 "--rate-fps", "10k", "--count", str(count),
+                                                 "--frame-size", str(size)]),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         if during:
             during()
         assert send.wait(timeout=60) == 0, send.stderr.read()
         recv.wait(timeout=40)
     finally:
-        send.kill()
-        recv.kill()
+        for proc in (send, recv):
+            if proc:
+                proc.kill()
     (stream,) = json.loads(out.read_text())["streams"]
     return stream
 
 
-def test_every_frame_arrives_exactly_once_over_two_paths(topology, tmp_path):
-    ns, _, sw2 = topology
-    stream = stream_through(ns, tmp_path, 3000)
+def wait_until(condition, what: str, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"{what} did not happen within {timeout} s"
+        time.sleep(0.01)
+
+
+@pytest.mark.parametrize("size", [64, 1518])
+def test_every_frame_arrives_exactly_once_over_two_paths(tmp_path, size):
+    with TwoPath("frer") as net:
+        stream = stream_through(net, tmp_path, 3000, size=size)
+        counters = net.sw2.recovery_counters(0)
     assert (stream["expected"], stream["unique"], stream["lost"], stream["duplicates"]) == (3000, 3000, 0, 0)
-    counters = sw2.recovery_counters(0)
     assert counters["passed_packets"] >= 3000, "every probe (and the end probes) passed once"
     assert counters["discarded_packets"] == counters["passed_packets"], "the copy from the other path"
     assert counters["lost_packets"] == counters["rogue_packets"] == 0
 
 
-def wait_for_passed(node: Node, at_least: int, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while node.recovery_counters(0)["passed_packets"] < at_least:
-        assert time.monotonic() < deadline, f"fewer than {at_least} frames passed sw2 in {timeout} s"
-        time.sleep(0.01)
+def test_cutting_path_a_mid_stream_loses_nothing_with_frer(tmp_path):
+    with TwoPath("frer") as net:
+        passed = lambda: net.sw2.recovery_counters(0)["passed_packets"]  # noqa: E731
 
+        def cut_and_restore():
+            wait_until(lambda: passed() >= 2000, "2000 frames through sw2")
+            net.set_path("a", up=False)
+            wait_until(lambda: passed() >= 5000, "3000 more frames through sw2")
+            net.set_path("a", up=True)
 
-def test_cutting_path_a_mid_stream_loses_nothing(topology, tmp_path):
-    ns, _, sw2 = topology
-
-    def cut_and_restore():
-        wait_for_passed(sw2, 2000)
-        sh("ip", "-n", ns["sw1"], "link", "set", "pa", "down")
-        wait_for_passed(sw2, 2000 + 3000)
-        sh("ip", "-n", ns["sw1"], "link", "set", "pa", "up")
-
-    stream = stream_through(ns, tmp_path, 12000, during=cut_and_restore)
+        stream = stream_through(net, tmp_path, 12000, during=cut_and_restore)
+        counters = net.sw2.recovery_counters(0)
     assert (stream["expected"], stream["unique"], stream["lost"], stream["duplicates"]) == (12000, 12000, 0, 0)
-    counters = sw2.recovery_counters(0)
     single = counters["passed_packets"] - counters["discarded_packets"]
     assert single >= 3000, f"3000 frames crossed on path b alone during the cut, saw {single}"
+
+
+def test_plain_baseline_loses_what_is_sent_during_a_cut(tmp_path):
+    with TwoPath("plain") as net:
+        def cut_and_restore():
+            time.sleep(0.6)
+            net.set_path("a", up=False)
+            time.sleep(0.3)
+            net.set_path("a", up=True)
+
+        stream = stream_through(net, tmp_path, 12000, during=cut_and_restore)
+    assert stream["expected"] == 12000 and stream["duplicates"] == 0
+    assert stream["lost"] > 1000, "about 3000 frames were sent into the cut path"

@@ -38,6 +38,32 @@ def _run(argv: list[str]) -> str:
     return result.stdout
 
 
+def tc_in(netns: str | None, *args: str) -> list[str]:
+    """A tc command run in `netns` (None: the current namespace) with tc's -n option."""
+    return ["tc", *(["-n", netns] if netns else []), *args]
+
+
+def attach_ingress(netns: str | None, port: str, prog: Path) -> None:
+    """Attaches pinned program `prog` to `port`'s clsact ingress, in direct-action mode."""
+    _run(tc_in(netns, "qdisc", "add", "dev", port, "clsact"))
+    try:
+        _run(tc_in(netns, "filter", "add", "dev", port, "ingress", "bpf", "da", "pinned", str(prog)))
+    except bpfsys.BpfError:
+        detach(netns, port)
+        raise
+
+
+def detach(netns: str | None, port: str) -> None:
+    """Removes `port`'s clsact qdisc and every filter on it; quiet if it is gone already."""
+    subprocess.run(tc_in(netns, "qdisc", "del", "dev", port, "clsact"), capture_output=True)
+
+
+def ifindex(netns: str | None, port: str) -> int:
+    """The interface index of `port` in `netns`."""
+    (link,) = json.loads(_run(["ip", *(["-n", netns] if netns else []), "-j", "link", "show", "dev", port]))
+    return link["ifindex"]
+
+
 def remove_leftovers(name: str) -> None:
     """Unpins what a node called `name` left behind (its qdiscs go with its namespace)."""
     bpfsys.unpin(PIN_ROOT / name)
@@ -55,16 +81,11 @@ class Node:
         self.attached: list[str] = []
         self.n_identities = 0
 
-    def _ns(self, tool: str, *args: str) -> list[str]:
-        """`tool` (ip or tc) run in the node's namespace with its -n option."""
-        return [tool, *(["-n", self.netns] if self.netns else []), *args]
-
     def ifindex(self, port: str) -> int:
         """The interface index of `port` in the node's namespace."""
         if port not in self.ports:
             raise ValueError(f"port {port!r} is not one of this node's ports ({', '.join(self.ports)})")
-        (link,) = json.loads(_run(self._ns("ip", "-j", "link", "show", "dev", port)))
-        return link["ifindex"]
+        return ifindex(self.netns, port)
 
     def __enter__(self) -> Node:
         if self.pin_dir.exists():
@@ -111,9 +132,8 @@ class Node:
         """Attaches frer_ingress to every port (clsact ingress, direct action)."""
         prog = self.pin_dir / "frer_ingress"
         for port in self.ports:
-            _run(self._ns("tc", "qdisc", "add", "dev", port, "clsact"))
+            attach_ingress(self.netns, port, prog)
             self.attached.append(port)
-            _run(self._ns("tc", "filter", "add", "dev", port, "ingress", "bpf", "da", "pinned", str(prog)))
 
     def recovery_counters(self, stream: int) -> dict[str, int]:
         """The clause-10 counters of the stream's sequence recovery function."""
@@ -122,7 +142,7 @@ class Node:
     def close(self) -> None:
         """Detaches and unpins everything; safe to call twice and after a failure."""
         for port in self.attached:
-            subprocess.run(self._ns("tc", "qdisc", "del", "dev", port, "clsact"), capture_output=True)
+            detach(self.netns, port)
         self.attached.clear()
         for m in self.maps.values():
             m.close()
