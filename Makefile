@@ -40,6 +40,7 @@ bench: build
 	cargo bench -p frer --bench frer_recovery
 	$(PY) benches/sim_engine.py
 	$(PY) benches/traffic_pps.py
+	$(PY) benches/dataplane_pps.py
 
 clean:
 	rm -rf target $(VENV) .make
