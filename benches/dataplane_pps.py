@@ -16,35 +16,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
-from frerlab.dataplane.twopath import LISTENER_IP, TwoPath
-from frerlab.traffic.tools.base import wait_for_udp_port
+from frerlab.dataplane.twopath import TwoPath
 
-CLI = [sys.executable, "-m", "frerlab.cli"]
 SIZES = (64, 1518)
-
-
-def run_stream(net: TwoPath, size: int, rate: list[str], seconds: float) -> dict:
-    """One gen send -> gen recv run; returns the receiver's stream report."""
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "recv.json"
-        recv = subprocess.Popen(net.exec("lis", [*CLI, "gen", "recv", "--port", "5555", "--duration",
-                                                 str(seconds + 20), "--linger", "0.5", "--output", str(out)]),
-                                stdout=subprocess.DEVNULL)
-        try:
-            wait_for_udp_port(net.exec("lis", []), 5555)
-            subprocess.run(net.exec("tal", [*CLI, "gen", "send", "--dst", LISTENER_IP, "--port", "5555",
-                                            "--frame-size", str(size), "--duration", str(seconds), *rate]),
-                           stdout=subprocess.DEVNULL, check=True)
-            recv.wait(timeout=seconds + 30)
-        finally:
-            recv.kill()
-        (stream,) = json.loads(out.read_text())["streams"]
-        return stream
 
 
 def throughput(stream: dict) -> float:
@@ -64,11 +41,11 @@ def main() -> int:
         for mode in ("plain", "frer") if round_no % 2 == 0 else ("frer", "plain"):
             with TwoPath(mode) as net:
                 for size in SIZES:
-                    stream = run_stream(net, size, ["--max-rate"], args.seconds)
+                    stream = net.stream(["--frame-size", str(size), "--max-rate", "--duration", str(args.seconds)])
                     pps = throughput(stream)
                     raw.append({"round": round_no, "mode": mode, "size": size, "pps": pps, "stream": stream})
                     best[f"{mode}/{size}"] = max(best.get(f"{mode}/{size}", 0.0), pps)
-                stream = run_stream(net, 64, ["--rate-fps", "5k"], 2.0)
+                stream = net.stream(["--rate-fps", "5k", "--duration", "2"])
                 p50 = dict(stream["latency_ns"]["percentiles"])[50.0]
                 raw.append({"round": round_no, "mode": mode, "size": 64, "latency_p50_ns": p50})
                 best[f"{mode}/p50"] = min(best.get(f"{mode}/p50", float("inf")), p50)

@@ -6,19 +6,14 @@ baseline on path a alone loses what is sent during the same cut."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import subprocess
-import sys
 import time
 
 import pytest
 
-from frerlab.dataplane.twopath import LISTENER_IP, TwoPath
-from frerlab.traffic.tools.base import wait_for_udp_port
+from frerlab.dataplane.twopath import TwoPath
 
-CLI = [sys.executable, "-m", "frerlab.cli"]
 missing = [tool for tool in ("clang", "bpftool", "tc") if shutil.which(tool) is None]
 pytestmark = [
     pytest.mark.root,
@@ -27,28 +22,8 @@ pytestmark = [
 ]
 
 
-def stream_through(net: TwoPath, tmp_path, count: int, during=None, size: int = 64) -> dict:
-    out = tmp_path / "recv.json"
-    recv = subprocess.Popen(net.exec("lis", [*CLI, "gen", "recv", "--port", "5555", "--duration", "30",
-                                             "--linger", "0.3", "--output", str(out)]),
-                            stdout=subprocess.DEVNULL)
-    send = None
-    try:
-        wait_for_udp_port(net.exec("lis", []), 5555)
-        send = subprocess.Popen(net.exec("tal", [*CLI, "gen", "send", "--dst", LISTENER_IP, "--port", "5555",
-                                                 "--rate-fps", "10k", "--count", str(count),
-                                                 "--frame-size", str(size)]),
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        if during:
-            during()
-        assert send.wait(timeout=60) == 0, send.stderr.read()
-        recv.wait(timeout=40)
-    finally:
-        for proc in (send, recv):
-            if proc:
-                proc.kill()
-    (stream,) = json.loads(out.read_text())["streams"]
-    return stream
+def stream_through(net: TwoPath, count: int, during=None, size: int = 64) -> dict:
+    return net.stream(["--rate-fps", "10k", "--count", str(count), "--frame-size", str(size)], during)
 
 
 def wait_until(condition, what: str, timeout: float = 20.0) -> None:
@@ -59,9 +34,9 @@ def wait_until(condition, what: str, timeout: float = 20.0) -> None:
 
 
 @pytest.mark.parametrize("size", [64, 1518])
-def test_every_frame_arrives_exactly_once_over_two_paths(tmp_path, size):
+def test_every_frame_arrives_exactly_once_over_two_paths(size):
     with TwoPath("frer") as net:
-        stream = stream_through(net, tmp_path, 3000, size=size)
+        stream = stream_through(net, 3000, size=size)
         counters = net.sw2.recovery_counters(0)
     assert (stream["expected"], stream["unique"], stream["lost"], stream["duplicates"]) == (3000, 3000, 0, 0)
     assert counters["passed_packets"] >= 3000, "every probe (and the end probes) passed once"
@@ -69,7 +44,7 @@ def test_every_frame_arrives_exactly_once_over_two_paths(tmp_path, size):
     assert counters["lost_packets"] == counters["rogue_packets"] == 0
 
 
-def test_cutting_path_a_mid_stream_loses_nothing_with_frer(tmp_path):
+def test_cutting_path_a_mid_stream_loses_nothing_with_frer():
     with TwoPath("frer") as net:
         passed = lambda: net.sw2.recovery_counters(0)["passed_packets"]  # noqa: E731
 
@@ -79,14 +54,14 @@ def test_cutting_path_a_mid_stream_loses_nothing_with_frer(tmp_path):
             wait_until(lambda: passed() >= 5000, "3000 more frames through sw2")
             net.set_path("a", up=True)
 
-        stream = stream_through(net, tmp_path, 12000, during=cut_and_restore)
+        stream = stream_through(net, 12000, during=cut_and_restore)
         counters = net.sw2.recovery_counters(0)
     assert (stream["expected"], stream["unique"], stream["lost"], stream["duplicates"]) == (12000, 12000, 0, 0)
     single = counters["passed_packets"] - counters["discarded_packets"]
     assert single >= 3000, f"3000 frames crossed on path b alone during the cut, saw {single}"
 
 
-def test_plain_baseline_loses_what_is_sent_during_a_cut(tmp_path):
+def test_plain_baseline_loses_what_is_sent_during_a_cut():
     with TwoPath("plain") as net:
         def cut_and_restore():
             time.sleep(0.6)
@@ -94,6 +69,6 @@ def test_plain_baseline_loses_what_is_sent_during_a_cut(tmp_path):
             time.sleep(0.3)
             net.set_path("a", up=True)
 
-        stream = stream_through(net, tmp_path, 12000, during=cut_and_restore)
+        stream = stream_through(net, 12000, during=cut_and_restore)
     assert stream["expected"] == 12000 and stream["duplicates"] == 0
     assert stream["lost"] > 1000, "about 3000 frames were sent into the cut path"

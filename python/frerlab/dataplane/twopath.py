@@ -14,10 +14,14 @@ import itertools
 import json
 import os
 import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from frerlab.dataplane import bpfsys, layout
 from frerlab.dataplane.node import Node, attach_ingress, detach, ifindex
+from frerlab.traffic.tools.base import wait_for_udp_port
 
 REDIRECT_OBJECT = Path(__file__).resolve().parents[3] / "bpf" / "build" / "redirect.o"
 # veths: (namespace role, interface, namespace role, interface)
@@ -27,6 +31,8 @@ LISTENER_IP = "198.18.0.2"
 #: MTU of the path links: room for an R-TAG (6 bytes) on a full-size frame.
 PATH_MTU = 1506
 _ids = itertools.count()
+CLI = [sys.executable, "-m", "frerlab.cli"]
+PORT = "5555"
 
 
 def _ip(*args: str) -> str:
@@ -98,6 +104,36 @@ class TwoPath:
     def exec(self, role: str, argv: list[str]) -> list[str]:
         """`argv` wrapped to run in the namespace of `role` (tal, sw1, sw2, lis)."""
         return ["ip", "netns", "exec", self.ns[role], *argv]
+
+    def stream(self, send_args: list[str], during: Callable[[], None] | None = None,
+               timeout_s: float = 60.0) -> dict:
+        """Sends a stream talker -> listener with `frerlab gen send SEND_ARGS` (rate, count or
+        duration, frame size) while `frerlab gen recv` listens; `during` runs while it flows.
+        Returns the receiver's report of the stream (lost, duplicates, latency, ...)."""
+        with tempfile.TemporaryDirectory(prefix="frerlab-twopath-") as tmp:
+            out = Path(tmp) / "recv.json"
+            recv = subprocess.Popen(self.exec("lis", [*CLI, "gen", "recv", "--port", PORT, "--duration",
+                                                      str(timeout_s), "--linger", "0.5", "--output", str(out)]),
+                                    stdout=subprocess.DEVNULL)
+            send = None
+            try:
+                wait_for_udp_port(self.exec("lis", []), int(PORT))
+                send = subprocess.Popen(self.exec("tal", [*CLI, "gen", "send", "--dst", LISTENER_IP, "--port",
+                                                          PORT, *send_args]),
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                if during:
+                    during()
+                if send.wait(timeout=timeout_s) != 0:
+                    raise RuntimeError(f"gen send failed: {send.stderr.read().strip()}")
+                recv.wait(timeout=timeout_s)
+            finally:
+                for proc in (send, recv):
+                    if proc:
+                        proc.kill()
+            streams = json.loads(out.read_text())["streams"]
+        if len(streams) != 1:
+            raise RuntimeError(f"the listener saw {len(streams)} streams (expected 1)")
+        return streams[0]
 
     def set_path(self, path: str, up: bool) -> None:
         """Cuts (`up=False`) or restores path `path` ('a' or 'b') at sw1."""
