@@ -1,18 +1,26 @@
-"""`frerlab demo`: the main job on the embedded default.
+"""`frerlab demo`: the main job on the embedded default, in two parts.
 
-A talker numbers a stream with the sequence generation function, tags each frame with an R-TAG
-and replicates it onto two paths that lose, delay and reorder frames independently (seeded, so a
-run is repeatable). At the listener each copy's R-TAG is popped and the sequence recovery
-function (vector algorithm) passes the first copy of every number. The demo prints what passed,
-what was eliminated and the clause-10 counters, and checks the FRER promise: every frame that
-arrived on at least one path is delivered exactly once.
+1. The 802.1CB core: a talker numbers a stream with the sequence generation function, tags each
+   frame with an R-TAG and replicates it onto two paths that lose, delay and reorder frames
+   independently (seeded, so a run is repeatable). At the listener each copy's R-TAG is popped
+   and the sequence recovery function (vector algorithm) passes the first copy of every number.
+   Printed: what passed, what was eliminated, the clause-10 counters, and the check of the FRER
+   promise: every frame that arrived on at least one path is delivered exactly once.
+2. The kernel (needs root, clang and bpftool; skipped with the reason otherwise): a real stream
+   through network namespaces, talker - sw1 - paths a and b - sw2 - listener, once with
+   frerlab's eBPF FRER data plane and once with the plain-redirect control group on path a
+   alone; path a is cut for a while mid-stream. Printed side by side: sent, received, lost,
+   duplicated at the listener (frerlab's receiver), and sw2's recovery counters.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
+import shutil
+import time
 from dataclasses import dataclass
 
 from frerlab.errors import UsageError
@@ -109,9 +117,55 @@ def print_summary(result: dict) -> None:
           f"\n{verdict}: some frame was delivered twice or not at all")
 
 
+def kernel_unavailable() -> str | None:
+    """Why the kernel part cannot run here, or None."""
+    if os.geteuid() != 0:
+        return "needs root (network namespaces, BPF)"
+    missing = [tool for tool in ("clang", "bpftool", "tc", "ip") if shutil.which(tool) is None]
+    return f"not installed: {', '.join(missing)}" if missing else None
+
+
+def run_failover(frames: int, rate_fps: int, cut_s: float) -> dict:
+    """The same stream through the FRER topology and the control group, path a cut for
+    `cut_s` seconds in the middle; the listener's counts for each."""
+    from frerlab.dataplane.twopath import TwoPath  # the kernel part only
+
+    result = {}
+    for mode in ("frer", "plain"):
+        with TwoPath(mode) as net:
+            def cut_path_a(net=net):
+                time.sleep(frames / rate_fps / 2 - cut_s / 2 + 0.3)  # + sender start-up
+                net.set_path("a", up=False)
+                time.sleep(cut_s)
+                net.set_path("a", up=True)
+
+            stream = net.stream(["--rate-fps", str(rate_fps), "--count", str(frames)], cut_path_a)
+            counters = net.sw2.recovery_counters(0) if net.sw2 else None
+        result[mode] = {"sent": stream["expected"], "received": stream["unique"],
+                        "lost": stream["lost"], "duplicated": stream["duplicates"],
+                        "sw2_recovery": counters}
+    return result
+
+
+def print_failover(result: dict, cut_s: float) -> None:
+    frer, plain = result["frer"], result["plain"]
+    print(f"\nKernel: one stream through namespaces, path a cut for {cut_s:.1f} s mid-stream\n")
+    print(f"{'':<12}{'FRER (eBPF, 2 paths)':>22}{'control (path a only)':>24}")
+    for key in ("sent", "received", "lost", "duplicated"):
+        print(f"{key:<12}{frer[key]:>22}{plain[key]:>24}")
+    rc = frer["sw2_recovery"]
+    print(f"\nsw2 sequence recovery: passed {rc['passed_packets']}, discarded "
+          f"{rc['discarded_packets']}, lost {rc['lost_packets']}, rogue {rc['rogue_packets']}")
+    ok = frer["lost"] == 0 and frer["duplicated"] == 0
+    print(("PASS: FRER lost nothing while path a was down"
+           if ok else "FAIL: FRER lost or duplicated frames") +
+          f"; the control group lost {plain['lost']}")
+
+
 def handle(args: argparse.Namespace) -> int:
-    if args.frames < 1:
-        raise UsageError(f"--frames {args.frames} is out of range (1 or more)")
+    for name in ("frames", "kernel_frames"):
+        if getattr(args, name) < 1:
+            raise UsageError(f"--{name.replace('_', '-')} {getattr(args, name)} is out of range (1 or more)")
     for name in ("loss_a", "loss_b"):
         value = getattr(args, name)
         if not 0.0 <= value <= 1.0:
@@ -121,23 +175,37 @@ def handle(args: argparse.Namespace) -> int:
         result = run(args.frames, 10.0, paths, args.history_length, args.seed)
     except ValueError as err:
         raise UsageError(str(err)) from err
+    ok = result["exactly_once"]
+    unavailable = None if args.no_kernel else kernel_unavailable()
+    if not args.no_kernel and unavailable is None:
+        result["kernel_failover"] = run_failover(args.kernel_frames, 10_000, 0.5)
+        failover = result["kernel_failover"]["frer"]
+        ok = ok and failover["lost"] == 0 and failover["duplicated"] == 0
     if args.json:
         print(json.dumps(result, indent=2))
     else:
         print_summary(result)
-    return 0 if result["exactly_once"] else 1
+        if "kernel_failover" in result:
+            print_failover(result["kernel_failover"], 0.5)
+        elif not args.no_kernel:
+            print(f"\nKernel part skipped: {unavailable}")
+    return 0 if ok else 1
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "demo", help="run the main job: a two-path FRER stream with losses and reordering",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="examples:\n  frerlab demo\n  frerlab demo --frames 100000 --loss-a 0.2 --json\n")
+        epilog="examples:\n  frerlab demo\n  frerlab demo --frames 100000 --loss-a 0.2 --json\n"
+               "  frerlab demo --no-kernel\n")
     parser.add_argument("--frames", type=int, default=20_000, help="frames sent (default 20000)")
     parser.add_argument("--loss-a", type=float, default=0.05, help="loss ratio on path a (default 0.05)")
     parser.add_argument("--loss-b", type=float, default=0.05, help="loss ratio on path b (default 0.05)")
     parser.add_argument("--history-length", type=int, default=32,
                         help="frerSeqRcvyHistoryLength at the listener (2..1024, default 32)")
     parser.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
+    parser.add_argument("--kernel-frames", type=int, default=20_000,
+                        help="frames of the kernel fail-over stream, at 10 k frames/s (default 20000)")
+    parser.add_argument("--no-kernel", action="store_true", help="skip the kernel part")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.set_defaults(func=handle)
