@@ -150,6 +150,7 @@ impl Default for RecoveryParams {
 
 /// The clause-10 counters of one recovery function (frerCpsSeqRcvy*), 64-bit.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct RecoveryCounters {
     /// frerCpsSeqRcvyPassedPackets.
     pub passed_packets: u64,

@@ -139,20 +139,9 @@ pub struct FrerRow {
     pub ingress: Option<String>,
     /// Individual recovery.
     pub individual: bool,
-    /// frerCpsSeqRcvyPassedPackets.
-    pub passed_packets: u64,
-    /// frerCpsSeqRcvyDiscardedPackets.
-    pub discarded_packets: u64,
-    /// frerCpsSeqRcvyOutOfOrderPackets.
-    pub out_of_order_packets: u64,
-    /// frerCpsSeqRcvyRoguePackets.
-    pub rogue_packets: u64,
-    /// frerCpsSeqRcvyLostPackets.
-    pub lost_packets: u64,
-    /// frerCpsSeqRcvyTaglessPackets.
-    pub tagless_packets: u64,
-    /// frerCpsSeqRcvyResets.
-    pub resets: u64,
+    /// Its clause-10 counters, flattened into the row under their own names.
+    #[serde(flatten)]
+    pub counters: RecoveryCounters,
 }
 
 impl FrerRow {
@@ -162,20 +151,14 @@ impl FrerRow {
         node: &str,
         ingress: Option<String>,
         individual: bool,
-        c: &RecoveryCounters,
+        counters: &RecoveryCounters,
     ) -> Self {
         FrerRow {
             stream: stream.to_string(),
             node: node.to_string(),
             ingress,
             individual,
-            passed_packets: c.passed_packets,
-            discarded_packets: c.discarded_packets,
-            out_of_order_packets: c.out_of_order_packets,
-            rogue_packets: c.rogue_packets,
-            lost_packets: c.lost_packets,
-            tagless_packets: c.tagless_packets,
-            resets: c.resets,
+            counters: *counters,
         }
     }
 }

@@ -13,8 +13,8 @@ fn dual_path_frer_delivers_every_frame_once_and_discards_the_second_copies() {
     assert!(s.sent > 0);
     assert_eq!((s.received, s.lost, s.duplicates), (s.sent, 0, 0));
     let frer = &report.frer[0];
-    assert_eq!(frer.passed_packets, s.sent);
-    assert_eq!(frer.discarded_packets, s.sent);
+    assert_eq!(frer.counters.passed_packets, s.sent);
+    assert_eq!(frer.counters.discarded_packets, s.sent);
 }
 
 #[test]
@@ -34,7 +34,10 @@ fn a_failed_path_is_covered_by_the_other_one() {
     assert_eq!(s.lost, 0);
     let a = report.ports.iter().find(|p| p.port == "A").unwrap();
     assert!(a.drop_link_down > 1000, "{a:?}");
-    assert_eq!(report.frer[0].discarded_packets + a.drop_link_down, s.sent);
+    assert_eq!(
+        report.frer[0].counters.discarded_packets + a.drop_link_down,
+        s.sent
+    );
 }
 
 #[test]
@@ -62,7 +65,7 @@ fn a_longer_path_makes_the_eliminator_deliver_out_of_order_after_a_loss() {
     assert!(s.reordered > 0);
     assert_eq!(s.duplicates, 0);
     // The eliminator counts late copies it discards as out of order too.
-    assert!(report.frer[0].out_of_order_packets >= s.reordered);
+    assert!(report.frer[0].counters.out_of_order_packets >= s.reordered);
 }
 
 #[test]
@@ -103,14 +106,17 @@ fn individual_recovery_on_a_member_stream_removes_its_own_duplicates_before_the_
     let (member, compound) = (&report.frer[0], &report.frer[1]);
     assert!(member.individual && member.ingress.as_deref() == Some("A"));
     assert_eq!(
-        (member.passed_packets, member.discarded_packets),
+        (
+            member.counters.passed_packets,
+            member.counters.discarded_packets
+        ),
         (s.sent, s.sent)
     );
     assert_eq!(
         (
-            compound.passed_packets,
-            compound.discarded_packets,
-            compound.tagless_packets
+            compound.counters.passed_packets,
+            compound.counters.discarded_packets,
+            compound.counters.tagless_packets
         ),
         (s.sent, s.sent, 0)
     );
