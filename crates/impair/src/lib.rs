@@ -1,1 +1,0 @@
-//! Link impairments (delay, jitter, reordering) for testbed links where the kernel has no netem.
