@@ -52,7 +52,7 @@ def test_receiver_counts_exactly_the_frames_the_link_dropped(tmp_path, mode):
             recv.wait(timeout=40)
         finally:
             recv.kill()
-    assert sent.returncode == 0, sent.stderr
+    assert sent.returncode in (0, 3), sent.stderr  # 3: the sender fell behind its pacing, yet sent all
     (stream,) = json.loads((tmp_path / "recv.json").read_text())["streams"]
     assert stream["expected"] == count
     assert stream["lost"] == count // 10, "every number that is 3 modulo 10"

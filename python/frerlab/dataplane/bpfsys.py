@@ -65,10 +65,26 @@ def load_and_pin(obj: Path, pin_dir: Path) -> None:
 
 
 def unpin(pin_dir: Path) -> None:
-    """Removes a pin directory and everything pinned in it; the kernel frees what no one
-    else holds."""
+    """Removes a pin directory and everything pinned in it (the kernel frees what no one else
+    holds), then the BPF filesystem itself once nothing is pinned in it any more."""
     if pin_dir.exists():
         shutil.rmtree(pin_dir)
+    _release_bpffs()
+
+
+def _release_bpffs() -> None:
+    """Unmounts BPFFS when it holds only the kernel's debug files and the empty state
+    directories tc creates (ip, tc/globals, xdp): nothing of any run is left in it."""
+    if not os.path.ismount(BPFFS):
+        return
+    for path in BPFFS.rglob("*"):
+        if path.name not in ("progs.debug", "maps.debug") and not (path.is_dir() or path.is_symlink()):
+            return
+    subprocess.run(["umount", str(BPFFS)], capture_output=True)
+    if not os.path.ismount(BPFFS):
+        BPFFS.rmdir()
+        if not any(BPFFS.parent.iterdir()):
+            BPFFS.parent.rmdir()
 
 
 class Pinned:
