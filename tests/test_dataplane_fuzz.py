@@ -61,7 +61,7 @@ def test_random_and_mutilated_frames_are_counted_and_never_passed_as_stream_fram
     try:
         with bpfsys.Map(maps / "port_of_ifindex", 4, 4) as ports, \
                 bpfsys.Map(maps / "identities", 4, layout.IDENTITY.size) as identities, \
-                bpfsys.Map(maps / "streams", 4, 136) as streams, \
+                bpfsys.Map(maps / "streams", 4, layout.STREAM_SIZE) as streams, \
                 bpfsys.Map(maps / "rcvy", 4, layout.RCVY.size) as rcvy, \
                 bpfsys.Map(maps / "settings", 4, layout.SETTINGS.size) as settings, \
                 bpfsys.Program(pin_dir / "frer_ingress") as prog:

@@ -51,7 +51,7 @@ def open_maps(pin_dir: Path) -> dict[str, bpfsys.Map]:
         "settings": bpfsys.Map(maps / "settings", 4, layout.SETTINGS.size),
         "port_of_ifindex": bpfsys.Map(maps / "port_of_ifindex", 4, 4),
         "identities": bpfsys.Map(maps / "identities", 4, layout.IDENTITY.size),
-        "streams": bpfsys.Map(maps / "streams", 4, 136),
+        "streams": bpfsys.Map(maps / "streams", 4, layout.STREAM_SIZE),
         "rcvy": bpfsys.Map(maps / "rcvy", 4, layout.RCVY.size),
     }
 

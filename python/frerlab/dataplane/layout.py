@@ -29,7 +29,9 @@ TC_ACT_OK, TC_ACT_SHOT = 0, 2
 
 for _s, _size in ((SETTINGS, 24), (IDENTITY, 64), (OUTPUT, 16), (RCVY, 216)):
     assert _s.size == _size, f"{_s.format} packs {_s.size} bytes, frer_common.h says {_size}"
-assert STREAM_HEAD.size + MAX_OUTPUTS * OUTPUT.size == 136
+#: struct frer_stream: the head and MAX_OUTPUTS outputs.
+STREAM_SIZE = STREAM_HEAD.size + MAX_OUTPUTS * OUTPUT.size
+assert STREAM_SIZE == 136, f"struct frer_stream packs {STREAM_SIZE} bytes, frer_common.h says 136"
 
 
 def key(index: int) -> bytes:

@@ -26,7 +26,7 @@ MAP_SIZES = {  # map name: (key size, value size), as in bpf/frer_common.h
     "port_of_ifindex": (4, 4),
     "ifindex_of_port": (4, 4),
     "identities": (4, layout.IDENTITY.size),
-    "streams": (4, 136),
+    "streams": (4, layout.STREAM_SIZE),
     "rcvy": (4, layout.RCVY.size),
 }
 
