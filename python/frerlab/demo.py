@@ -127,14 +127,16 @@ def kernel_unavailable() -> str | None:
 
 def run_failover(frames: int, rate_fps: int, cut_s: float) -> dict:
     """The same stream through the FRER topology and the control group, path a cut for
-    `cut_s` seconds in the middle; the listener's counts for each."""
+    `cut_s` seconds once a quarter of the frames arrived; the listener's counts for each."""
     from frerlab.dataplane.twopath import TwoPath  # the kernel part only
 
     result = {}
     for mode in ("frer", "plain"):
         with TwoPath(mode) as net:
             def cut_path_a(net=net):
-                time.sleep(frames / rate_fps / 2 - cut_s / 2 + 0.3)  # + sender start-up
+                deadline = time.monotonic() + 30
+                while net.listener_rx_frames() < frames // 4 and time.monotonic() < deadline:
+                    time.sleep(0.005)
                 net.set_path("a", up=False)
                 time.sleep(cut_s)
                 net.set_path("a", up=True)

@@ -136,6 +136,11 @@ class TwoPath:
             raise RuntimeError(f"the listener saw {len(streams)} streams (expected 1)")
         return streams[0]
 
+    def listener_rx_frames(self) -> int:
+        """Frames the listener's interface has received so far."""
+        (link,) = json.loads(_ip("-n", self.ns["lis"], "-j", "-s", "link", "show", "dev", "l0"))
+        return link["stats64"]["rx"]["packets"]
+
     def set_path(self, path: str, up: bool) -> None:
         """Cuts (`up=False`) or restores path `path` ('a' or 'b') at sw1."""
         _ip("-n", self.ns["sw1"], "link", "set", f"p{path}", "up" if up else "down")
