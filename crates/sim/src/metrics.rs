@@ -1,107 +1,16 @@
 //! What a listener measures, with the metric names of frerlab's real receiver: frames sent and
 //! received, loss, duplicates, reordering (RFC 4737: a frame is reordered when its number is
-//! below the next expected one), latency percentiles from a log-linear histogram, and a
-//! per-interval series.
+//! below the next expected one), latency percentiles from the real receiver's log-linear
+//! histogram (`frerlab_traffic::histogram`, fed picoseconds here), and a per-interval series.
+//!
+//! The frame accounting is the simulator's own rather than `frerlab_traffic::accounting`'s:
+//! the simulator knows exactly what the talker sent, leaves out frames sent before the warm-up
+//! (while still tracking them for reordering), and bins its series by send time.
 
+use frerlab_traffic::histogram::{Histogram, Summary};
 use serde::Serialize;
 
 use crate::units::SimTime;
-
-/// Sub-buckets per power of two: percentiles are exact to within 1/256 (0.4 %) of the value.
-const SUB_BUCKET_BITS: u32 = 8;
-const SUB_BUCKETS: u64 = 1 << SUB_BUCKET_BITS;
-
-/// A log-linear histogram of latencies in picoseconds, with exact min, max, mean and stddev.
-#[derive(Clone, Debug, Default)]
-pub struct LatencyHistogram {
-    counts: Vec<u64>,
-    count: u64,
-    sum: f64,
-    sum_sq: f64,
-    min: u64,
-    max: u64,
-}
-
-impl LatencyHistogram {
-    #[inline]
-    fn bucket(value: u64) -> usize {
-        if value < SUB_BUCKETS {
-            return value as usize;
-        }
-        let exponent = 63 - value.leading_zeros();
-        let shift = exponent - SUB_BUCKET_BITS;
-        let sub = (value >> shift) & (SUB_BUCKETS - 1);
-        ((u64::from(shift) + 1) * SUB_BUCKETS + sub) as usize
-    }
-
-    fn bucket_low(index: usize) -> u64 {
-        let index = index as u64;
-        if index < SUB_BUCKETS {
-            return index;
-        }
-        let shift = index / SUB_BUCKETS - 1;
-        (SUB_BUCKETS + index % SUB_BUCKETS) << shift
-    }
-
-    /// Adds one latency.
-    #[inline]
-    pub fn record(&mut self, latency: SimTime) {
-        let v = latency.0;
-        let b = Self::bucket(v);
-        if b >= self.counts.len() {
-            self.counts.resize(b + 1, 0);
-        }
-        self.counts[b] += 1;
-        if self.count == 0 || v < self.min {
-            self.min = v;
-        }
-        self.max = self.max.max(v);
-        self.count += 1;
-        let x = v as f64;
-        self.sum += x;
-        self.sum_sq += x * x;
-    }
-
-    /// The value at quantile `q` (0..=1), in picoseconds: the lower edge of its bucket,
-    /// clamped to the exact min and max (the largest rank is the exact max).
-    pub fn quantile(&self, q: f64) -> Option<u64> {
-        if self.count == 0 {
-            return None;
-        }
-        let rank = ((q * self.count as f64).ceil() as u64).clamp(1, self.count);
-        if rank == self.count {
-            return Some(self.max);
-        }
-        let mut seen = 0;
-        for (index, &n) in self.counts.iter().enumerate() {
-            seen += n;
-            if seen >= rank {
-                return Some(Self::bucket_low(index).clamp(self.min, self.max));
-            }
-        }
-        Some(self.max)
-    }
-
-    /// Number of latencies recorded.
-    pub fn count(&self) -> u64 {
-        self.count
-    }
-
-    /// Mean in picoseconds.
-    pub fn mean(&self) -> Option<f64> {
-        (self.count > 0).then(|| self.sum / self.count as f64)
-    }
-
-    /// Population standard deviation in picoseconds.
-    pub fn stddev(&self) -> Option<f64> {
-        let mean = self.mean()?;
-        Some(
-            (self.sum_sq / self.count as f64 - mean * mean)
-                .max(0.0)
-                .sqrt(),
-        )
-    }
-}
 
 /// One row of a stream's per-interval series. Frames are counted in the interval they were
 /// sent in (so loss per interval is sent - received); throughput in the interval they arrived.
@@ -136,8 +45,8 @@ pub struct StreamMetrics {
     pub duplicates: u64,
     /// Reordered frames (RFC 4737).
     pub reordered: u64,
-    /// Latency of distinct frames.
-    pub latency: LatencyHistogram,
+    /// Latency of distinct frames, in picoseconds.
+    pub latency: Histogram,
     /// Per-interval series.
     pub series: Vec<IntervalRow>,
 }
@@ -154,7 +63,7 @@ impl StreamMetrics {
             received: 0,
             duplicates: 0,
             reordered: 0,
-            latency: LatencyHistogram::default(),
+            latency: Histogram::new(),
             series: Vec::new(),
         }
     }
@@ -200,7 +109,7 @@ impl StreamMetrics {
         if measured {
             self.received += 1;
             self.reordered += u64::from(reordered);
-            self.latency.record(latency);
+            self.latency.record(latency.0);
         }
         let row = self.row(sent_at);
         row.received += 1;
@@ -252,8 +161,9 @@ pub struct StreamSummary {
 impl StreamMetrics {
     /// The reported summary.
     pub fn summary(&self, stream: &str) -> StreamSummary {
-        let ns = |ps: Option<u64>| ps.map(|v| v as f64 / 1000.0);
-        let h = &self.latency;
+        let latency = self.latency.summary();
+        let stat = |f: fn(&Summary) -> f64| latency.as_ref().map(|s| f(s) / 1000.0);
+        let percentile = |p: f64| self.latency.percentile(p).map(|ps| ps as f64 / 1000.0);
         let lost = self.sent.saturating_sub(self.received);
         StreamSummary {
             stream: stream.to_string(),
@@ -267,16 +177,16 @@ impl StreamMetrics {
             },
             duplicates: self.duplicates,
             reordered: self.reordered,
-            latency_min_ns: ns((h.count() > 0).then_some(h.min)),
-            latency_mean_ns: h.mean().map(|v| v / 1000.0),
-            latency_stddev_ns: h.stddev().map(|v| v / 1000.0),
-            latency_max_ns: ns((h.count() > 0).then_some(h.max)),
-            latency_p50_ns: ns(h.quantile(0.5)),
-            latency_p90_ns: ns(h.quantile(0.9)),
-            latency_p99_ns: ns(h.quantile(0.99)),
-            latency_p99_9_ns: ns(h.quantile(0.999)),
-            latency_p99_99_ns: ns(h.quantile(0.9999)),
-            latency_p99_999_ns: ns(h.quantile(0.99999)),
+            latency_min_ns: stat(|s| s.min as f64),
+            latency_mean_ns: stat(|s| s.mean),
+            latency_stddev_ns: stat(|s| s.stddev),
+            latency_max_ns: stat(|s| s.max as f64),
+            latency_p50_ns: percentile(50.0),
+            latency_p90_ns: percentile(90.0),
+            latency_p99_ns: percentile(99.0),
+            latency_p99_9_ns: percentile(99.9),
+            latency_p99_99_ns: percentile(99.99),
+            latency_p99_999_ns: percentile(99.999),
         }
     }
 }
@@ -286,19 +196,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn histogram_quantiles_are_within_the_bucket_resolution() {
-        let mut h = LatencyHistogram::default();
-        for v in 1..=100_000u64 {
-            h.record(SimTime(v * 1000));
+    fn latency_is_reported_in_nanoseconds_with_picosecond_precision() {
+        let mut m = StreamMetrics::new(SimTime(1_000_000), SimTime::ZERO);
+        for (number, latency_ps) in [(0, 1_500), (1, 2_500)] {
+            m.on_sent(SimTime::ZERO);
+            m.on_received(number, SimTime::ZERO, 64, SimTime(latency_ps));
         }
-        let p50 = h.quantile(0.5).unwrap() as f64;
-        assert!(
-            (p50 - 50_000_000.0).abs() / 50_000_000.0 < 1.0 / 256.0,
-            "p50 {p50}"
+        let s = m.summary("s");
+        assert_eq!((s.latency_min_ns, s.latency_max_ns), (Some(1.5), Some(2.5)));
+        assert_eq!(
+            (s.latency_mean_ns, s.latency_stddev_ns),
+            (Some(2.0), Some(0.5))
         );
-        assert_eq!(h.quantile(1.0), Some(100_000_000));
-        assert_eq!(h.quantile(0.0), Some(1000));
-        assert!((h.mean().unwrap() - 50_000_500.0).abs() < 1.0);
+        assert_eq!(s.latency_p99_999_ns, Some(2.5));
     }
 
     #[test]
