@@ -9,24 +9,15 @@ from __future__ import annotations
 
 import os
 import random
-import shutil
 import struct
-import subprocess
-from pathlib import Path
 
-import pytest
+from conftest import IFINDEX_BASE, NEEDS_BPF, configure_recovery_listener
 
 from frerlab.dataplane import bpfsys, layout
 from frerlab.frer import SequenceDecoder, push_rtag
 
-ROOT = Path(__file__).resolve().parent.parent
-IFINDEX = 100
-missing = [tool for tool in ("clang", "bpftool") if shutil.which(tool) is None]
-pytestmark = [
-    pytest.mark.root,
-    pytest.mark.skipif(os.geteuid() != 0, reason="loading BPF programs needs root"),
-    pytest.mark.skipif(bool(missing), reason=f"not installed: {', '.join(missing)}"),
-]
+pytestmark = NEEDS_BPF
+
 PORT_STATS = struct.Struct("<8Q")  # struct frer_port_stats
 BASE = bytes.fromhex("020000000002020000000001") + b"\x08\x00" + bytes(46)
 
@@ -53,40 +44,23 @@ def mutilated_frames(rng: random.Random, n: int):
             yield push_rtag(BASE, rng.randrange(65536))
 
 
-def test_random_and_mutilated_frames_are_counted_and_never_passed_as_stream_frames():
-    subprocess.run(["make", "-s", "-C", str(ROOT / "bpf")], check=True)
-    pin_dir = bpfsys.BPFFS / f"frerlab-fuzz-{os.getpid()}"
-    bpfsys.load_and_pin(ROOT / "bpf" / "build" / "frer.o", pin_dir)
-    maps = pin_dir / "maps"
-    try:
-        with bpfsys.Map(maps / "port_of_ifindex", 4, 4) as ports, \
-                bpfsys.Map(maps / "identities", 4, layout.IDENTITY.size) as identities, \
-                bpfsys.Map(maps / "streams", 4, layout.STREAM_SIZE) as streams, \
-                bpfsys.Map(maps / "rcvy", 4, layout.RCVY.size) as rcvy, \
-                bpfsys.Map(maps / "settings", 4, layout.SETTINGS.size) as settings, \
-                bpfsys.Program(pin_dir / "frer_ingress") as prog:
-            ports.update(layout.key(IFINDEX), layout.key(0))
-            identities.update(layout.key(0), layout.match_all_identity(0, 0xFFFF))
-            streams.update(layout.key(0), layout.stream(layout.STREAM_RECOVER,
-                                                        [layout.output(flags=layout.OUT_LOCAL)]))
-            rcvy.update(layout.key(0), layout.RecoveryConfig(history_length=1024).pack())
-            settings.update(layout.key(0), layout.settings(1))
-            decoder, unreadable, frames = SequenceDecoder(), 0, 0
-            for frame in mutilated_frames(random.Random(8021), 3000):
-                frames += 1
-                verdict, _ = prog.test_run(frame, IFINDEX)
-                assert verdict in (layout.TC_ACT_OK, layout.TC_ACT_SHOT), f"verdict {verdict} for {frame.hex()}"
-                try:
-                    decoder.decode(frame)
-                except ValueError:
-                    unreadable += 1
-                    assert verdict == layout.TC_ACT_SHOT, f"passed an unreadable frame: {frame.hex()}"
-            with bpfsys.Map(maps / "port_stats", 4, PORT_STATS.size * os.cpu_count()) as stats:
-                raw = stats.lookup(layout.key(0))
-            per_cpu = [PORT_STATS.unpack_from(raw, i * PORT_STATS.size) for i in range(os.cpu_count())]
-            seen, malformed, enc_errored = (sum(c[i] for c in per_cpu) for i in range(3))
-            assert seen == frames
-            assert malformed + enc_errored == unreadable > 0
-            assert enc_errored == decoder.seq_enc_errored_packets > 0
-    finally:
-        bpfsys.unpin(pin_dir)
+def test_random_and_mutilated_frames_are_counted_and_never_passed_as_stream_frames(frer_pinned):
+    pin_dir, maps, prog = frer_pinned
+    configure_recovery_listener(maps, layout.RecoveryConfig(history_length=1024), ports=1)
+    decoder, unreadable, frames = SequenceDecoder(), 0, 0
+    for frame in mutilated_frames(random.Random(8021), 3000):
+        frames += 1
+        verdict, _ = prog.test_run(frame, IFINDEX_BASE)
+        assert verdict in (layout.TC_ACT_OK, layout.TC_ACT_SHOT), f"verdict {verdict} for {frame.hex()}"
+        try:
+            decoder.decode(frame)
+        except ValueError:
+            unreadable += 1
+            assert verdict == layout.TC_ACT_SHOT, f"passed an unreadable frame: {frame.hex()}"
+    with bpfsys.Map(pin_dir / "maps" / "port_stats", 4, PORT_STATS.size * os.cpu_count()) as stats:
+        raw = stats.lookup(layout.key(0))
+    per_cpu = [PORT_STATS.unpack_from(raw, i * PORT_STATS.size) for i in range(os.cpu_count())]
+    seen, malformed, enc_errored = (sum(c[i] for c in per_cpu) for i in range(3))
+    assert seen == frames
+    assert malformed + enc_errored == unreadable > 0
+    assert enc_errored == decoder.seq_enc_errored_packets > 0

@@ -6,20 +6,15 @@ baseline on path a alone loses what is sent during the same cut."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import time
 
 import pytest
 
+from conftest import NEEDS_BPF
+
 from frerlab.dataplane.twopath import TwoPath
 
-missing = [tool for tool in ("clang", "bpftool", "tc") if shutil.which(tool) is None]
-pytestmark = [
-    pytest.mark.root,
-    pytest.mark.skipif(os.geteuid() != 0, reason="namespaces and BPF need root"),
-    pytest.mark.skipif(bool(missing), reason=f"not installed: {', '.join(missing)}"),
-]
+pytestmark = NEEDS_BPF
 
 
 def stream_through(net: TwoPath, count: int, during=None, size: int = 64) -> dict:

@@ -31,6 +31,12 @@ MAP_SIZES = {  # map name: (key size, value size), as in bpf/frer_common.h
 }
 
 
+def open_maps(pin_dir: Path) -> dict[str, bpfsys.Map]:
+    """The maps of MAP_SIZES of a frer.o pinned at `pin_dir`, opened."""
+    return {name: bpfsys.Map(pin_dir / "maps" / name, key_size, value_size)
+            for name, (key_size, value_size) in MAP_SIZES.items()}
+
+
 def _run(argv: list[str]) -> str:
     result = subprocess.run(argv, capture_output=True, text=True)
     if result.returncode != 0:
@@ -93,8 +99,7 @@ class Node:
                                   "remove it first (remove_leftovers) or pick another name")
         try:
             bpfsys.load_and_pin(OBJECT, self.pin_dir)
-            for map_name, (key_size, value_size) in MAP_SIZES.items():
-                self.maps[map_name] = bpfsys.Map(self.pin_dir / "maps" / map_name, key_size, value_size)
+            self.maps = open_maps(self.pin_dir)
             for index, port in enumerate(self.ports):
                 ifindex = self.ifindex(port)
                 self.maps["port_of_ifindex"].update(layout.key(ifindex), layout.key(index))
