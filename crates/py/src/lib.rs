@@ -3,12 +3,14 @@
 use pyo3::prelude::*;
 
 mod frer;
+mod impair;
 mod sim;
 mod traffic;
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     frer::register(m)?;
+    impair::register(m)?;
     sim::register(m)?;
     traffic::register(m)?;
     Ok(())
