@@ -105,6 +105,7 @@ struct frame {
 	__u32 len;         /* bytes copied into hdr */
 	__u16 l2_end;      /* offset of the R-TAG (or where one would go): after MACs and tags */
 	__u16 vid;         /* outer VLAN ID (host order) */
+	__u8 pcp;          /* outer VLAN priority */
 	__u8 vlan;         /* a VLAN tag is present (in the frame or in skb metadata) */
 	__u8 rtag;         /* an R-TAG is present */
 	__u8 rtag_bad;     /* an R-TAG is truncated or its reserved field is not 0 */
@@ -211,6 +212,7 @@ static __always_inline enum parse_result parse(struct __sk_buff *skb, struct fra
 	f->len = len;
 	f->vlan = 0;
 	f->vid = 0;
+	f->pcp = 0;
 	f->rtag = 0;
 	f->rtag_bad = 0;
 	f->seq = 0;
@@ -227,6 +229,7 @@ static __always_inline enum parse_result parse(struct __sk_buff *skb, struct fra
 	if (skb->vlan_present) {
 		f->vlan = 1;
 		f->vid = skb->vlan_tci & 0x0fff;
+		f->pcp = skb->vlan_tci >> 13;
 	}
 	etype = hdr_u16(f, off);
 	/* up to two VLAN tags inside the frame (the outer one identifies) */
@@ -238,6 +241,7 @@ static __always_inline enum parse_result parse(struct __sk_buff *skb, struct fra
 		if (!f->vlan) {
 			f->vlan = 1;
 			f->vid = hdr_u16(f, off + 2) & 0x0fff;
+			f->pcp = hdr_u16(f, off + 2) >> 13;
 		}
 		off += 4;
 		etype = hdr_u16(f, off);
@@ -245,10 +249,13 @@ static __always_inline enum parse_result parse(struct __sk_buff *skb, struct fra
 	f->l2_end = off;
 	if (etype == FRER_RTAG_ETHERTYPE) {
 		f->rtag = 1;
-		if (off + 2 + FRER_RTAG_LEN > len || hdr_u16(f, off + 2) != 0) {
+		if (off + 2 + FRER_RTAG_LEN > len) {
 			f->rtag_bad = 1;
 			return PARSE_OK;
 		}
+		/* reserved != 0: an encoding error, but the frame is still identified (looking
+		 * through the tag) so the stream's counter can count it */
+		f->rtag_bad = hdr_u16(f, off + 2) != 0;
 		f->seq = hdr_u16(f, off + 4);
 		off += FRER_RTAG_LEN;
 		etype = hdr_u16(f, off);
@@ -286,9 +293,13 @@ static __always_inline int identity_matches(const struct frer_identity *id,
 		return 0;
 	if (id->vid && (!f->vlan || f->vid != id->vid))
 		return 0;
+	if ((m & FRER_MATCH_VID_PCP) && (!f->vlan || f->vid != id->vid || f->pcp != id->pcp))
+		return 0;
 	if ((m & FRER_MATCH_DMAC) && !mac_eq(id->dmac, &f->hdr[0]))
 		return 0;
 	if ((m & FRER_MATCH_SMAC) && !mac_eq(id->smac, &f->hdr[6]))
+		return 0;
+	if ((m & FRER_MATCH_IP) && !f->ip)
 		return 0;
 	if ((m & FRER_MATCH_IPV4) && f->ip != 4)
 		return 0;
@@ -581,8 +592,8 @@ struct l2_original {
 	__u16 tci;
 };
 
-/* Give this copy its own destination MAC / VID (active stream identification), or the
- * original ones back if an earlier copy changed them. */
+/* Give this copy its own destination MAC / VID / PCP or no tag (active stream
+ * identification), or the original ones back if an earlier copy changed them. */
 static __always_inline int output_rewrite(struct __sk_buff *skb, const struct frer_output *o,
 					  const struct l2_original *orig, int *dirty)
 {
@@ -593,12 +604,14 @@ static __always_inline int output_rewrite(struct __sk_buff *skb, const struct fr
 	} else if (*dirty && bpf_skb_store_bytes(skb, 0, orig->dmac, 6, 0)) {
 		return -1;
 	}
-	if (o->flags & FRER_OUT_SET_VID) {
-		__u16 pcp = orig->vlan ? (orig->tci & 0xe000) : 0;
+	if (o->flags & (FRER_OUT_SET_VID | FRER_OUT_UNTAG)) {
+		__u16 pcp = (o->flags & FRER_OUT_SET_PCP) ? (__u16)(o->pcp & 7) << 13
+							   : (orig->vlan ? orig->tci & 0xe000 : 0);
 
 		if (skb->vlan_present && bpf_skb_vlan_pop(skb))
 			return -1;
-		if (bpf_skb_vlan_push(skb, bpf_htons(ETH_P_8021Q), pcp | (o->vid & 0x0fff)))
+		if ((o->flags & FRER_OUT_SET_VID) &&
+		    bpf_skb_vlan_push(skb, bpf_htons(ETH_P_8021Q), pcp | (o->vid & 0x0fff)))
 			return -1;
 		*dirty = 1;
 	} else if (*dirty) {
@@ -622,9 +635,13 @@ static __always_inline struct frer_stream_port_stats *sp_stats_of(__u32 stream, 
 	return bpf_map_lookup_elem(&stream_port_stats, &key);
 }
 
-/* Send the stream's copies; returns the tc verdict for the original skb. */
+/* Send the stream's copies; returns the tc verdict for the original skb. The last copy
+ * goes up to the stack (FRER_OUT_LOCAL on ingress; once more through the port's ingress if its
+ * R-TAG was removed, because the kernel still takes it for an R-TAG frame) or, for a frame the
+ * host sends, out of the port it was sent to when that is its output port. */
 static __always_inline int send_copies(struct __sk_buff *skb, const struct frer_stream *st,
-				       __u32 stream, struct frer_port_stats *ps)
+				       __u32 stream, struct frer_port_stats *ps, __u8 direction,
+				       int popped)
 {
 	__u32 n = st->n_outputs;
 	struct l2_original orig = { .vlan = skb->vlan_present, .tci = skb->vlan_tci };
@@ -648,7 +665,12 @@ static __always_inline int send_copies(struct __sk_buff *skb, const struct frer_
 		if (sp)
 			sp->output++;
 		if (last) {
-			if (o->flags & FRER_OUT_LOCAL)
+			if ((o->flags & FRER_OUT_LOCAL) && direction == FRER_DIR_INGRESS && popped) {
+				skb->mark |= FRER_MARK_REINJECTED;
+				return bpf_redirect(skb->ifindex, BPF_F_INGRESS);
+			}
+			if ((o->flags & FRER_OUT_LOCAL) ||
+			    (direction == FRER_DIR_EGRESS && o->ifindex == skb->ifindex))
 				return TC_ACT_OK;
 			return bpf_redirect(o->ifindex, 0);
 		}
@@ -715,11 +737,15 @@ static __always_inline int frer_frame(struct __sk_buff *skb, __u32 ifindex, __u8
 	struct frer_stream *st;
 	struct frer_stream_port_stats *sp;
 	__u32 port, stream;
-	int sid, has_seq;
+	int sid, has_seq, popped = 0;
 	__u16 seq;
 
 	if (!s || !port_p || !f)
 		return TC_ACT_OK;
+	if (direction == FRER_DIR_INGRESS && (skb->mark & FRER_MARK_REINJECTED)) {
+		skb->mark &= ~FRER_MARK_REINJECTED;
+		return TC_ACT_OK;
+	}
 	port = *port_p % FRER_MAX_PORTS;
 	ps = port_stats_of(port);
 	if (!ps)
@@ -788,10 +814,12 @@ static __always_inline int frer_frame(struct __sk_buff *skb, __u32 ifindex, __u8
 		} else if (!f->rtag && has_seq && rtag_push(skb, f, seq)) {
 			goto tx_error;
 		}
-	} else if (f->rtag && rtag_pop(skb, f)) {
-		goto tx_error;
+	} else if (f->rtag) {
+		if (rtag_pop(skb, f))
+			goto tx_error;
+		popped = 1;
 	}
-	return send_copies(skb, st, stream, ps);
+	return send_copies(skb, st, stream, ps, direction, popped);
 tx_error:
 	ps->tx_errors++;
 	return TC_ACT_SHOT;

@@ -34,6 +34,13 @@
 #define FRER_RTAG_ETHERTYPE 0xF1C1
 #define FRER_RTAG_LEN 6
 
+/* skb->mark bit of a frame whose R-TAG was removed on its way up to this host: it is handed
+ * back to the port's ingress (so the kernel parses it again, with its real EtherType) and the
+ * program lets it pass the second time. Override if the bit is used for something else. */
+#ifndef FRER_MARK_REINJECTED
+#define FRER_MARK_REINJECTED 0x80000000u
+#endif
+
 /* frer_settings.flags */
 #define FRER_SETTING_FIXED_CLOCK 0x1 /* use fixed_now_ns instead of bpf_ktime_get_ns() */
 
@@ -57,6 +64,8 @@ struct frer_settings {
 #define FRER_MATCH_PROTO 0x080
 #define FRER_MATCH_SPORT 0x100
 #define FRER_MATCH_DPORT 0x200
+#define FRER_MATCH_IP 0x400       /* the frame must be IPv4 or IPv6 (IP identification) */
+#define FRER_MATCH_VID_PCP 0x800  /* tagged, with exactly vid (even 0) and pcp (active identity) */
 
 /* frer_identity.vlan_mode, the standard's "tagged" parameter */
 #define FRER_VLAN_ALL 0      /* tagged or not */
@@ -82,7 +91,8 @@ struct frer_identity {
 	__u8 proto;       /* IP next protocol */
 	__be16 sport;
 	__be16 dport;
-	__u16 pad;
+	__u8 pcp;         /* under FRER_MATCH_VID_PCP */
+	__u8 pad;
 	__be32 ip_src[4]; /* IPv4 in [0], IPv6 in all four */
 	__be32 ip_dst[4];
 };
@@ -91,6 +101,8 @@ struct frer_identity {
 #define FRER_OUT_SET_DMAC 0x1 /* rewrite the destination MAC of this copy */
 #define FRER_OUT_SET_VID 0x2  /* give this copy a VLAN tag with this VID (replacing any) */
 #define FRER_OUT_LOCAL 0x4    /* deliver here: ingress -> local stack, egress -> this port */
+#define FRER_OUT_SET_PCP 0x8  /* with FRER_OUT_SET_VID: the tag's PCP is pcp (else the frame's) */
+#define FRER_OUT_UNTAG 0x10   /* remove the outer VLAN tag of this copy */
 
 /* One copy of a stream (one member port of a split). 16 bytes. */
 struct frer_output {
@@ -99,7 +111,7 @@ struct frer_output {
 	__u16 vid;
 	__u8 dmac[6];
 	__u8 port;     /* port index, for the output counters */
-	__u8 pad;
+	__u8 pcp;      /* under FRER_OUT_SET_PCP */
 };
 
 /* frer_stream.flags */

@@ -19,6 +19,7 @@ AREAS = [
     "frerlab.demo",
     "frerlab.sim.cli",
     "frerlab.traffic.cli",
+    "frerlab.dataplane.cli",
 ]
 
 EPILOG = """examples:

@@ -10,24 +10,36 @@ from dataclasses import dataclass
 from frerlab.frer import COUNTER_NAMES
 
 SETTINGS = struct.Struct("<IIIIQ")
-IDENTITY = struct.Struct("<IHBBHH6s6sBB2s2sH16s16s")
+IDENTITY = struct.Struct("<IHBBHH6s6sBB2s2sBx16s16s")
 OUTPUT = struct.Struct("<IHH6sBB")
 STREAM_HEAD = struct.Struct("<IB3x")
 RCVY = struct.Struct("<IBBHQQHBBHH16Q7Q")
+SEQGEN = struct.Struct("<IIQQ")
+PORT_STATS = struct.Struct("<8Q")
+STREAM_PORT_STATS = struct.Struct("<4Q")
 U32 = struct.Struct("<I")
+#: struct frer_port_stats, in order.
+PORT_COUNTERS = ("frames", "malformed", "seq_enc_errored", "rcvy_passed", "rcvy_discarded",
+                 "bridged", "to_stack", "tx_errors")
+#: struct frer_stream_port_stats, in order (the last field is padding).
+STREAM_PORT_COUNTERS = ("input", "output", "seq_enc_errored")
 
 MAX_PORTS, MAX_OUTPUTS, RCVY_PER_STREAM = 16, 8, 17
 SETTING_FIXED_CLOCK = 0x1
-DIR_INGRESS = 0
-VLAN_ALL = 0
-OUT_LOCAL = 0x4
-STREAM_GENERATE, STREAM_RECOVER, STREAM_ENCODE = 0x1, 0x2, 0x8
+DIR_INGRESS, DIR_EGRESS = 0, 1
+VLAN_MODES = {"all": 0, "tagged": 1, "priority": 2}
+VLAN_ALL = VLAN_MODES["all"]
+(MATCH_DMAC, MATCH_SMAC, MATCH_IPV4, MATCH_IPV6, MATCH_IP_SRC, MATCH_IP_DST, MATCH_DSCP,
+ MATCH_PROTO, MATCH_SPORT, MATCH_DPORT, MATCH_IP, MATCH_VID_PCP) = (1 << i for i in range(12))
+OUT_SET_DMAC, OUT_SET_VID, OUT_LOCAL, OUT_SET_PCP, OUT_UNTAG = 0x1, 0x2, 0x4, 0x8, 0x10
+STREAM_GENERATE, STREAM_RECOVER, STREAM_INDIVIDUAL, STREAM_ENCODE = 0x1, 0x2, 0x4, 0x8
 ALGORITHMS = {"vector": 0, "match": 1}
 RCVY_ENABLED, RCVY_TAKE_NO_SEQUENCE, RCVY_INDIVIDUAL = 0x1, 0x2, 0x4
 #: tc verdicts (linux/pkt_cls.h).
-TC_ACT_OK, TC_ACT_SHOT = 0, 2
+TC_ACT_OK, TC_ACT_SHOT, TC_ACT_REDIRECT = 0, 2, 7
 
-for _s, _size in ((SETTINGS, 24), (IDENTITY, 64), (OUTPUT, 16), (RCVY, 216)):
+for _s, _size in ((SETTINGS, 24), (IDENTITY, 64), (OUTPUT, 16), (RCVY, 216), (SEQGEN, 24),
+                  (PORT_STATS, 64), (STREAM_PORT_STATS, 32)):
     assert _s.size == _size, f"{_s.format} packs {_s.size} bytes, frer_common.h says {_size}"
 #: struct frer_stream: the head and MAX_OUTPUTS outputs.
 STREAM_SIZE = STREAM_HEAD.size + MAX_OUTPUTS * OUTPUT.size
@@ -45,10 +57,38 @@ def settings(n_identities: int, bridge_ports: int = 0, fixed_now_ns: int | None 
     return SETTINGS.pack(n_identities, bridge_ports, flags, 0, fixed_now_ns or 0)
 
 
+@dataclass(frozen=True)
+class Identity:
+    """One normalised matcher (struct frer_identity): `fields` (MATCH_*) says which of the
+    values must match; addresses and ports are in network order, an IPv4 address in the
+    first 4 bytes of its 16."""
+
+    stream: int
+    port_mask: int
+    direction: int = DIR_INGRESS
+    vlan_mode: int = VLAN_ALL
+    vid: int = 0
+    fields: int = 0
+    dmac: bytes = bytes(6)
+    smac: bytes = bytes(6)
+    dscp: int = 0
+    proto: int = 0
+    sport: int = 0
+    dport: int = 0
+    pcp: int = 0
+    ip_src: bytes = bytes(16)
+    ip_dst: bytes = bytes(16)
+
+    def pack(self) -> bytes:
+        return IDENTITY.pack(self.port_mask, self.stream, self.direction, self.vlan_mode, self.vid,
+                             self.fields, self.dmac, self.smac, self.dscp, self.proto,
+                             self.sport.to_bytes(2, "big"), self.dport.to_bytes(2, "big"), self.pcp,
+                             self.ip_src.ljust(16, b"\0"), self.ip_dst.ljust(16, b"\0"))
+
+
 def match_all_identity(stream: int, port_mask: int, direction: int = DIR_INGRESS) -> bytes:
     """struct frer_identity that takes every frame on the ports of `port_mask`."""
-    return IDENTITY.pack(port_mask, stream, direction, VLAN_ALL, 0, 0, bytes(6), bytes(6), 0, 0,
-                         bytes(2), bytes(2), 0, bytes(16), bytes(16))
+    return Identity(stream, port_mask, direction).pack()
 
 
 def stream(flags: int, outputs: list[bytes]) -> bytes:
@@ -59,9 +99,10 @@ def stream(flags: int, outputs: list[bytes]) -> bytes:
     return STREAM_HEAD.pack(flags, len(outputs)) + b"".join(outputs) + padding
 
 
-def output(ifindex: int = 0, flags: int = 0, port: int = 0) -> bytes:
-    """struct frer_output without rewriting."""
-    return OUTPUT.pack(ifindex, flags, 0, bytes(6), port, 0)
+def output(ifindex: int = 0, flags: int = 0, port: int = 0, vid: int = 0, dmac: bytes = bytes(6),
+           pcp: int = 0) -> bytes:
+    """struct frer_output: `flags` (OUT_*) say which of dmac, vid, pcp this copy gets."""
+    return OUTPUT.pack(ifindex, flags, vid, dmac, port, pcp)
 
 
 @dataclass(frozen=True)

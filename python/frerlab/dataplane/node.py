@@ -1,6 +1,6 @@
 """One FRER node of the eBPF data plane: bpf/frer.o loaded and pinned under
-/run/frerlab/bpf/<name>, configured through its maps, and attached with tc (clsact ingress,
-direct action) to the node's ports inside its network namespace.
+/run/frerlab/bpf/<name>, configured through its maps, and attached with tc (clsact ingress
+and egress, direct action) to the node's ports inside its network namespace.
 
     with Node("sw1", netns="ns-sw1", ports=["to-talker", "path-a", "path-b"]) as sw1:
         sw1.add_stream(0, ingress=["to-talker"], generate=True, encode=True,
@@ -18,6 +18,7 @@ import subprocess
 from pathlib import Path
 
 from frerlab.dataplane import bpfsys, layout
+from frerlab.dataplane.config import LOCAL, NodePlan
 
 OBJECT = Path(__file__).resolve().parents[3] / "bpf" / "build" / "frer.o"
 PIN_ROOT = bpfsys.BPFFS
@@ -28,13 +29,31 @@ MAP_SIZES = {  # map name: (key size, value size), as in bpf/frer_common.h
     "identities": (4, layout.IDENTITY.size),
     "streams": (4, layout.STREAM_SIZE),
     "rcvy": (4, layout.RCVY.size),
+    "seqgen": (4, layout.SEQGEN.size),
 }
+#: Per-CPU counter maps: name -> layout of one CPU's value.
+PERCPU_MAPS = {"port_stats": layout.PORT_STATS, "stream_port_stats": layout.STREAM_PORT_STATS}
+
+
+def possible_cpus() -> int:
+    """The number of possible CPUs (the entries of a per-CPU map value)."""
+    text = Path("/sys/devices/system/cpu/possible").read_text().strip()
+    return sum(int(r.split("-")[-1]) - int(r.split("-")[0]) + 1 for r in text.split(","))
+
+
+def percpu_sum(maps: dict[str, bpfsys.Map], name: str, index: int) -> list[int]:
+    """Entry `index` of per-CPU map `name` (one of PERCPU_MAPS), each field summed over CPUs."""
+    raw = maps[name].lookup(layout.key(index))
+    return [sum(col) for col in zip(*PERCPU_MAPS[name].iter_unpack(raw))]
 
 
 def open_maps(pin_dir: Path) -> dict[str, bpfsys.Map]:
     """The maps of MAP_SIZES of a frer.o pinned at `pin_dir`, opened."""
-    return {name: bpfsys.Map(pin_dir / "maps" / name, key_size, value_size)
+    maps = {name: bpfsys.Map(pin_dir / "maps" / name, key_size, value_size)
             for name, (key_size, value_size) in MAP_SIZES.items()}
+    for name, value in PERCPU_MAPS.items():
+        maps[name] = bpfsys.Map(pin_dir / "maps" / name, 4, value.size * possible_cpus())
+    return maps
 
 
 def _run(argv: list[str]) -> str:
@@ -49,11 +68,29 @@ def tc_in(netns: str | None, *args: str) -> list[str]:
     return ["tc", *(["-n", netns] if netns else []), *args]
 
 
+def add_clsact(netns: str | None, port: str) -> None:
+    """Adds a clsact qdisc to `port`; refuses a port that has one already (another data plane
+    or tc program is attached there)."""
+    result = subprocess.run(tc_in(netns, "qdisc", "add", "dev", port, "clsact"), capture_output=True, text=True)
+    if "xclusivity" in result.stderr or "File exists" in result.stderr:
+        raise bpfsys.BpfError(f"port {port} already has a clsact qdisc (another data plane or tc "
+                              f"program is attached); remove it first (frerlab dataplane down, or "
+                              f"tc qdisc del dev {port} clsact)")
+    if result.returncode != 0:
+        raise bpfsys.BpfError(f"adding a clsact qdisc to {port} failed: {result.stderr.strip()}")
+
+
+def attach_hook(netns: str | None, port: str, prog: Path, hook: str) -> None:
+    """Attaches pinned program `prog` to `port`'s clsact `hook` (ingress or egress), in
+    direct-action mode; the port's clsact qdisc must exist."""
+    _run(tc_in(netns, "filter", "add", "dev", port, hook, "bpf", "da", "pinned", str(prog)))
+
+
 def attach_ingress(netns: str | None, port: str, prog: Path) -> None:
     """Attaches pinned program `prog` to `port`'s clsact ingress, in direct-action mode."""
-    _run(tc_in(netns, "qdisc", "add", "dev", port, "clsact"))
+    add_clsact(netns, port)
     try:
-        _run(tc_in(netns, "filter", "add", "dev", port, "ingress", "bpf", "da", "pinned", str(prog)))
+        attach_hook(netns, port, prog, "ingress")
     except bpfsys.BpfError:
         detach(netns, port)
         raise
@@ -79,6 +116,7 @@ class Node:
     """A FRER node on the ports `ports` of namespace `netns` (None: the current one)."""
 
     def __init__(self, name: str, netns: str | None, ports: list[str]) -> None:
+        """A node not loaded yet (`with` or `__enter__` loads it); `name` names its pins."""
         if not 0 < len(ports) <= layout.MAX_PORTS:
             raise ValueError(f"{len(ports)} ports is out of range (1..={layout.MAX_PORTS})")
         self.name, self.netns, self.ports = name, netns, list(ports)
@@ -133,16 +171,62 @@ class Node:
         self.n_identities += 1
         self.maps["settings"].update(layout.key(0), layout.settings(self.n_identities))
 
-    def attach(self) -> None:
-        """Attaches frer_ingress to every port (clsact ingress, direct action)."""
-        prog = self.pin_dir / "frer_ingress"
-        for port in self.ports:
-            attach_ingress(self.netns, port, prog)
-            self.attached.append(port)
+    def apply(self, plan: NodePlan) -> None:
+        """Writes a compiled configuration (config.compile_node) into the maps."""
+        if plan.ports != self.ports:
+            raise ValueError(f"the plan's ports {plan.ports} are not this node's ({self.ports})")
+        for stream, (flags, outputs) in enumerate(plan.streams):
+            outs = [layout.output(0 if o.port == LOCAL else self.ifindex(o.port), o.flags, o.index,
+                                  o.vid, o.dmac, o.pcp) for o in outputs]
+            self.maps["streams"].update(layout.key(stream), layout.stream(flags, outs))
+        for r in plan.recoveries:
+            self.maps["rcvy"].update(layout.key(r.stream * layout.RCVY_PER_STREAM + r.instance), r.config.pack())
+        for index, identity in enumerate(plan.identities):
+            self.maps["identities"].update(layout.key(index), identity.pack())
+        self.n_identities = len(plan.identities)
+        self.maps["settings"].update(layout.key(0), layout.settings(self.n_identities, plan.bridge_mask))
 
-    def recovery_counters(self, stream: int) -> dict[str, int]:
-        """The clause-10 counters of the stream's sequence recovery function."""
-        return layout.rcvy_counters(self.maps["rcvy"].lookup(layout.key(stream * layout.RCVY_PER_STREAM)))
+    def attach(self, ingress: list[str] | None = None, egress: list[str] = ()) -> None:
+        """Attaches frer_ingress to the `ingress` ports (default: every port) and frer_egress
+        to the `egress` ports (clsact, direct action)."""
+        ingress = self.ports if ingress is None else ingress
+        for port in dict.fromkeys([*ingress, *egress]):
+            self.ifindex(port)
+            add_clsact(self.netns, port)
+            self.attached.append(port)
+            for hook, ports in (("ingress", ingress), ("egress", egress)):
+                if port in ports:
+                    attach_hook(self.netns, port, self.pin_dir / f"frer_{hook}", hook)
+
+    def recovery_counters(self, stream: int, instance: int = 0) -> dict[str, int]:
+        """The clause-10 counters of a recovery function of the stream: instance 0 is the
+        compound stream's sequence recovery, 1 + p the individual recovery on port p."""
+        return layout.rcvy_counters(self.maps["rcvy"].lookup(layout.key(stream * layout.RCVY_PER_STREAM + instance)))
+
+    def _percpu_sum(self, name: str, index: int) -> list[int]:
+        return percpu_sum(self.maps, name, index)
+
+    def port_counters(self, port: int) -> dict[str, int]:
+        """The counters of port index `port`, summed over CPUs (layout.PORT_COUNTERS)."""
+        return dict(zip(layout.PORT_COUNTERS, self._percpu_sum("port_stats", port)))
+
+    def stream_port_counters(self, stream: int, port: int) -> dict[str, int]:
+        """The counters of a stream on a port, summed over CPUs (layout.STREAM_PORT_COUNTERS)."""
+        return dict(zip(layout.STREAM_PORT_COUNTERS,
+                        self._percpu_sum("stream_port_stats", stream * layout.MAX_PORTS + port)))
+
+    def generation_counters(self, stream: int) -> dict[str, int]:
+        """Frames numbered by the stream's sequence generation, and its resets."""
+        _, _, generated, resets = layout.SEQGEN.unpack(self.maps["seqgen"].lookup(layout.key(stream)))
+        return {"generated": generated, "resets": resets}
+
+    def release(self) -> None:
+        """Closes the node's file descriptors but leaves it loaded and attached (for
+        `frerlab dataplane up`; `frerlab dataplane down` removes it)."""
+        for m in self.maps.values():
+            m.close()
+        self.maps.clear()
+        self.attached.clear()
 
     def close(self) -> None:
         """Detaches and unpins everything; safe to call twice and after a failure."""

@@ -348,6 +348,8 @@ def describe_error(err: ValidationError, source: str) -> str:
     for e in err.errors():
         loc = ".".join(str(p) for p in e["loc"] if not str(p).startswith("function-"))
         msg = e["msg"].removeprefix("Value error, ")
+        if e["type"] != "value_error" and isinstance(e.get("input"), (int, float, str)):
+            msg += f" (got {e['input']!r})"
         lines.append(f"{source}: {loc}: {msg}" if loc else f"{source}: {msg}")
     return "\n".join(lines)
 

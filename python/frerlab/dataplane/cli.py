@@ -1,0 +1,115 @@
+"""Command-line verbs of the data plane: `frerlab dataplane up|down|stats|monitor`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import time
+
+from frerlab.dataplane import control, stats
+from frerlab.dataplane.config import load_config
+from frerlab.errors import UsageError
+
+EPILOG = """A configuration file describes one FRER node (talker end-station, relay or listener) in
+the vocabulary of the IEEE YANG modules (stream-identity, sequence-generation,
+sequence-recovery, sequence-identification) plus frerlab's ports and stream-forwarding;
+see docs/dataplane.md and the examples in configs/dataplane/.
+
+examples:
+  frerlab dataplane up --config configs/dataplane/sw1-replicate.yaml --netns sw1
+  frerlab dataplane stats --name sw1
+  frerlab dataplane stats --name sw2 --prometheus > /var/lib/node_exporter/frer.prom
+  frerlab dataplane monitor --name sw2          # latent error detection in the foreground
+  frerlab dataplane down --name sw1             # also clears what a crashed run left
+  frerlab dataplane down --all
+"""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Adds `dataplane up|down|stats|monitor`."""
+    parser = subparsers.add_parser("dataplane", help="the eBPF FRER data plane: up, down, stats",
+                                   epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    verbs = parser.add_subparsers(title="verbs", metavar="VERB")
+    parser.set_defaults(func=lambda args: parser.print_help() or 2)
+
+    up = verbs.add_parser("up", help="load, configure and attach a data plane", epilog=EPILOG,
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
+    up.add_argument("--config", required=True, help="the node's YAML configuration file")
+    up.add_argument("--netns", help="network namespace of its ports (default: the file's netns, "
+                                    "else the current one)")
+    up.add_argument("--no-monitor", action="store_true",
+                    help="do not start the latent error monitor in the background")
+    up.set_defaults(func=_up)
+
+    down = verbs.add_parser("down", help="detach and remove a data plane (idempotent)")
+    which = down.add_mutually_exclusive_group()
+    which.add_argument("--name", default="frerlab", help="data plane name (default frerlab)")
+    which.add_argument("--all", action="store_true", help="every data plane `up` started")
+    down.set_defaults(func=_down)
+
+    st = verbs.add_parser("stats", help="counters: a table, --json or --prometheus")
+    st.add_argument("--name", default="frerlab", help="data plane name (default frerlab)")
+    fmt = st.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="the snapshot as JSON")
+    fmt.add_argument("--prometheus", action="store_true", help="Prometheus text exposition format")
+    st.set_defaults(func=_stats)
+
+    mon = verbs.add_parser("monitor", help="latent error detection over the counters (foreground)")
+    mon.add_argument("--name", default="frerlab", help="data plane name (default frerlab)")
+    mon.add_argument("--interval", type=float, help="seconds between polls (default: a quarter "
+                                                    "of the shortest latent error period)")
+    mon.add_argument("--duration", type=float, help="stop after this many seconds (default: until "
+                                                    "the data plane goes down or Ctrl-C)")
+    mon.add_argument("--quiet", action="store_true", help="print alarms only")
+    mon.set_defaults(func=_monitor)
+
+
+def _up(args: argparse.Namespace) -> int:
+    cfg = load_config(args.config)
+    state = control.up(cfg, args.netns, monitor=not args.no_monitor)
+    where = f" in netns {state['netns']}" if state["netns"] else ""
+    print(f"data plane {state['name']} up{where} on {', '.join(state['attached'])}"
+          + (f"; latent error monitor pid {state['monitor_pid']}" if state["monitor_pid"] else ""))
+    return 0
+
+
+def _down(args: argparse.Namespace) -> int:
+    names = control.running_names() if args.all else [args.name]
+    for name in names:
+        found = control.down(name)
+        print(f"data plane {name} {'removed' if found else 'was not up'}")
+    return 0
+
+
+def _stats(args: argparse.Namespace) -> int:
+    snap = control.snapshot(args.name)
+    if args.json:
+        print(json.dumps(snap, indent=1))
+    elif args.prometheus:
+        sys.stdout.write(stats.prometheus(snap))
+    else:
+        print(stats.table(snap))
+    return 0
+
+
+def _monitor(args: argparse.Namespace) -> int:
+    if args.interval is not None and args.interval <= 0:
+        raise UsageError(f"--interval {args.interval} is out of range (> 0 seconds)")
+    deadline = None if args.duration is None else time.monotonic() + args.duration
+    alarms = []
+
+    def on_alarm(finding: dict) -> None:
+        alarms.append(finding)
+        last = finding["last"]
+        print(f"LATENT ERROR data plane {args.name} stream {finding['stream']}: {last['condition']} "
+              f"(difference {last['difference']}, threshold {finding['difference_threshold']})",
+              file=sys.stderr, flush=True)
+
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    if not args.quiet:
+        print(f"watching data plane {args.name} for latent errors", flush=True)
+    control.monitor(args.name, on_alarm, args.interval,
+                    stop=lambda: deadline is not None and time.monotonic() >= deadline)
+    return 1 if alarms else 0

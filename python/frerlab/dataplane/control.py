@@ -1,0 +1,243 @@
+"""Bringing a configured data plane up and down across commands, and reading it.
+
+`up` loads bpf/frer.o as a Node named after the configuration, writes the compiled
+configuration into its maps, attaches it and leaves it running after the command ends; what
+it needs to find and remove the data plane later (namespace, ports, configuration, the
+latent error monitor's pid) is written to a state file first, so `down` also clears what a
+crashed `up` left half-way. `snapshot` reads every counter into one plain record, which the
+stats views (frerlab.dataplane.stats) and the latent error monitor work from.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from frerlab.dataplane import bpfsys, layout
+from frerlab.dataplane.config import NodeConfig, compile_node, parse_config
+from frerlab.dataplane.node import OBJECT, PIN_ROOT, Node, detach, open_maps, possible_cpus
+from frerlab.errors import UsageError
+from frerlab.frer import LatentErrorDetector
+
+#: Where `up` records each running data plane (outside the BPF filesystem, which holds only
+#: BPF objects).
+STATE_DIR = Path("/run/frerlab/dataplane")
+
+
+def state_path(name: str) -> Path:
+    return STATE_DIR / f"{name}.json"
+
+
+def latent_path(name: str) -> Path:
+    """The latent error monitor's latest findings (written atomically by the monitor)."""
+    return STATE_DIR / f"{name}.latent.json"
+
+
+def write_json_atomic(path: Path, data: object) -> None:
+    """Writes `data` as JSON to `path` so that readers see the old or the new file, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=1))
+    os.replace(tmp, path)
+
+
+def read_state(name: str) -> dict:
+    """The state of running data plane `name`; UsageError naming the running ones otherwise."""
+    try:
+        return json.loads(state_path(name).read_text())
+    except FileNotFoundError:
+        running = ", ".join(running_names()) or "none"
+        raise UsageError(f"no data plane named {name!r} is up (running: {running})") from None
+
+
+def running_names() -> list[str]:
+    """Names of the data planes `up` has recorded."""
+    if not STATE_DIR.is_dir():
+        return []
+    return sorted(p.stem for p in STATE_DIR.glob("*.json") if not p.name.endswith(".latent.json"))
+
+
+def probe(netns: str | None) -> None:
+    """Checks what the data plane needs before touching anything; UsageError saying what is
+    missing and how to get it."""
+    if os.geteuid() != 0:
+        raise UsageError("the data plane needs root (BPF programs and tc filters)")
+    for tool, package in (("tc", "iproute2"), ("ip", "iproute2"), ("bpftool", "bpftool")):
+        if shutil.which(tool) is None:
+            raise UsageError(f"{tool} is not installed (apt-get install {package})")
+    if not OBJECT.exists():
+        raise UsageError(f"{OBJECT} is not built (run `make bpf`, which needs clang)")
+    if not Path("/sys/kernel/btf/vmlinux").exists():
+        raise UsageError("the kernel has no BTF (/sys/kernel/btf/vmlinux): bpf_spin_lock in the "
+                         "recovery maps needs CONFIG_DEBUG_INFO_BTF=y")
+    if netns is not None and not Path("/run/netns", netns).exists():
+        raise UsageError(f"network namespace {netns!r} does not exist (ip netns list shows those that do)")
+    # clsact and the BPF classifier: a tc filter on a dummy-free device, lo of a throwaway namespace
+    ns = f"frerlab-probe-{os.getpid()}"
+    subprocess.run(["ip", "netns", "add", ns], check=True, capture_output=True)
+    try:
+        result = subprocess.run(["tc", "-n", ns, "qdisc", "add", "dev", "lo", "clsact"],
+                                capture_output=True, text=True)
+        if result.returncode != 0:
+            raise UsageError("the kernel has no clsact qdisc (CONFIG_NET_SCH_INGRESS): "
+                             f"{result.stderr.strip()}")
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+def up(cfg: NodeConfig, netns: str | None = None, monitor: bool = True) -> dict:
+    """Loads, configures and attaches the data plane of `cfg` (in `netns`, else the file's);
+    starts the latent error monitor if a recovery function asks for one. Returns its state."""
+    netns = netns or cfg.netns
+    probe(netns)
+    plan = compile_node(cfg)
+    name = cfg.name
+    if state_path(name).exists() or (PIN_ROOT / name).exists():
+        raise UsageError(f"a data plane named {name!r} is up already; `frerlab dataplane down "
+                         f"--name {name}` first, or give this one another name")
+    state = {"name": name, "netns": netns, "ports": plan.ports,
+             "attached": sorted(set(plan.ingress_ports) | set(plan.egress_ports)),
+             "config": cfg.model_dump(mode="json", by_alias=False), "monitor_pid": None,
+             "started": time.time()}
+    write_json_atomic(state_path(name), state)  # first, so `down` can undo a crash half-way
+    node = Node(name, netns, plan.ports)
+    try:
+        node.__enter__()
+        node.apply(plan)
+        node.attach(plan.ingress_ports, plan.egress_ports)
+        if monitor and any(r.latent for r in plan.recoveries):
+            state["monitor_pid"] = _start_monitor(name)
+            write_json_atomic(state_path(name), state)
+    except BaseException:
+        node.close()
+        down(name)
+        raise
+    node.release()
+    return state
+
+
+def _start_monitor(name: str) -> int:
+    log = (STATE_DIR / f"{name}.log").open("ab")
+    proc = subprocess.Popen([sys.executable, "-m", "frerlab.cli", "dataplane", "monitor", "--name", name,
+                             "--quiet"], stdout=log, stderr=log, stdin=subprocess.DEVNULL,
+                            start_new_session=True)
+    return proc.pid
+
+
+def down(name: str) -> bool:
+    """Removes data plane `name`: its monitor, tc qdiscs, pins and state; also what a crashed
+    run left. Returns whether anything was there."""
+    path = state_path(name)
+    found = path.exists() or (PIN_ROOT / name).exists()
+    if path.exists():
+        state = json.loads(path.read_text())
+        pid = state.get("monitor_pid")
+        if pid:
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        netns = state.get("netns")
+        if netns is None or Path("/run/netns", netns).exists():
+            for port in state.get("attached", []):
+                detach(netns, port)
+    bpfsys.unpin(PIN_ROOT / name)
+    for leftover in (path, latent_path(name), STATE_DIR / f"{name}.log"):
+        leftover.unlink(missing_ok=True)
+    if STATE_DIR.is_dir() and not any(STATE_DIR.iterdir()):
+        STATE_DIR.rmdir()
+    return found
+
+
+def snapshot(name: str) -> dict:
+    """Every counter of running data plane `name` as one plain record: per stream (by handle)
+    its generation and recovery functions, per port and stream, per port; and the latent
+    error monitor's findings if it runs."""
+    state = read_state(name)
+    cfg = parse_config(state["config"], f"state of {name}")
+    plan = compile_node(cfg)
+    maps = open_maps(PIN_ROOT / name)
+    node = Node(name, state["netns"], plan.ports)
+    node.maps = maps
+    try:
+        streams = []
+        for stream, handle in enumerate(plan.handles):
+            flags = plan.streams[stream][0]
+            record = {"handle": handle, "generation": None, "recovery": [], "ports": []}
+            if flags & layout.STREAM_GENERATE:
+                record["generation"] = node.generation_counters(stream)
+            for r in plan.recoveries:
+                if r.stream == stream:
+                    record["recovery"].append({
+                        "function": "individual" if r.instance else "sequence",
+                        "port": r.port, "algorithm": r.config.algorithm,
+                        "history_length": r.config.history_length,
+                        **node.recovery_counters(stream, r.instance)})
+            for index, port in enumerate(plan.ports):
+                counters = node.stream_port_counters(stream, index)
+                if any(counters.values()):
+                    record["ports"].append({"port": port, **counters})
+            streams.append(record)
+        ports = [{"port": port, **node.port_counters(index)} for index, port in enumerate(plan.ports)]
+    finally:
+        node.release()
+    latent = None
+    if latent_path(name).exists():
+        latent = json.loads(latent_path(name).read_text())
+    return {"name": name, "netns": state["netns"], "time": time.time(), "cpus": possible_cpus(),
+            "streams": streams, "ports": ports, "latent": latent}
+
+
+def monitor(name: str, on_alarm, interval_s: float | None = None, stop=lambda: False) -> None:
+    """Latent error detection (802.1CB 7.4.4) over the counters of every recovery function of
+    `name` that has latent-error-detection: polls them, runs frerlab.frer.LatentErrorDetector,
+    writes the findings to latent_path(name) after every poll and calls `on_alarm(finding)`
+    when a test signals an error. Runs until `stop()` is true or the data plane goes down."""
+    state = read_state(name)
+    plan = compile_node(parse_config(state["config"], f"state of {name}"))
+    watched = [r for r in plan.recoveries if r.latent]
+    if not watched:
+        raise UsageError(f"data plane {name!r} has no sequence-recovery with latent-error-detection")
+    interval_s = interval_s or min(r.latent.period for r in watched) / 4000
+    maps = open_maps(PIN_ROOT / name)
+    key = {id(r): layout.key(r.stream * layout.RCVY_PER_STREAM + r.instance) for r in watched}
+    try:
+        start = time.monotonic_ns()
+        detectors = {}
+        findings = {}
+        for r in watched:
+            c = layout.rcvy_counters(maps["rcvy"].lookup(key[id(r)]))
+            detectors[id(r)] = LatentErrorDetector(
+                r.latent.difference, r.latent.period * 1_000_000, r.latent.paths,
+                r.latent.reset_period * 1_000_000, start_ns=0, passed_packets=c["passed_packets"],
+                discarded_packets=c["discarded_packets"])
+            findings[id(r)] = {"stream": r.handle, "paths": r.latent.paths,
+                               "difference_threshold": r.latent.difference, "active": False,
+                               "alarms": 0, "last": None, "latent_error_resets": 0}
+        while not stop() and state_path(name).exists():
+            now = time.monotonic_ns() - start
+            for r in watched:
+                c = layout.rcvy_counters(maps["rcvy"].lookup(key[id(r)]))
+                detector, finding = detectors[id(r)], findings[id(r)]
+                error = detector.poll(now, c["passed_packets"], c["discarded_packets"])
+                finding["latent_error_resets"] = detector.latent_error_resets
+                if error is not None:
+                    finding.update(alarms=finding["alarms"] + 1,
+                                   last={"condition": error.condition, "difference": error.difference,
+                                         "at_s": round(error.at_ns / 1e9, 3)})
+                    on_alarm(finding)
+                # an alarm stands until a test passes: one period after the last one that fired
+                finding["active"] = (finding["last"] is not None
+                                     and now - finding["last"]["at_s"] * 1e9 <= r.latent.period * 1_000_000)
+            write_json_atomic(latent_path(name), {"updated": time.time(), "functions": list(findings.values())})
+            time.sleep(interval_s)
+    finally:
+        for m in maps.values():
+            m.close()
+

@@ -1,0 +1,121 @@
+"""Views of a data plane snapshot (frerlab.dataplane.control.snapshot): a readable table, and
+the Prometheus text exposition format with the 802.1CB clause-10 counter names.
+
+Prometheus metric names are the standard's names in snake case with `_total` (counters), e.g.
+frerCpsSeqRcvyPassedPackets -> frer_cps_seq_rcvy_passed_packets_total; the HELP line gives
+the standard's own name. Labels: node, stream (handle), port, function (sequence or
+individual recovery).
+"""
+
+from __future__ import annotations
+
+import re
+
+#: Recovery counters (frerlab.frer.COUNTER_NAMES) -> 802.1CB clause-10 per port-stream names.
+RECOVERY_NAMES = {
+    "passed_packets": "frerCpsSeqRcvyPassedPackets",
+    "discarded_packets": "frerCpsSeqRcvyDiscardedPackets",
+    "out_of_order_packets": "frerCpsSeqRcvyOutOfOrderPackets",
+    "rogue_packets": "frerCpsSeqRcvyRoguePackets",
+    "lost_packets": "frerCpsSeqRcvyLostPackets",
+    "tagless_packets": "frerCpsSeqRcvyTaglessPackets",
+    "resets": "frerCpsSeqRcvyResets",
+}
+#: Per-port counters -> their standard names, or frerlab's own for what 802.1CB does not count.
+PORT_NAMES = {
+    "frames": "frerlabPortFrames",
+    "malformed": "frerlabPortMalformedFrames",
+    "seq_enc_errored": "frerCpSeqEncErroredPackets",
+    "rcvy_passed": "frerCpSeqRcvyPassedPackets",
+    "rcvy_discarded": "frerCpSeqRcvyDiscardPackets",
+    "bridged": "frerlabPortBridgedFrames",
+    "to_stack": "frerlabPortToStackFrames",
+    "tx_errors": "frerlabPortTxErrors",
+}
+#: Per port and stream counters (stream identification: 802.1CB 9.1.1).
+STREAM_PORT_NAMES = {
+    "input": "tsnCpsSidInputPackets",
+    "output": "tsnCpsSidOutputPackets",
+    "seq_enc_errored": "frerCpsSeqEncErroredPackets",
+}
+
+
+def metric_name(standard: str) -> str:
+    """frerCpsSeqRcvyPassedPackets -> frer_cps_seq_rcvy_passed_packets_total."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", standard).lower() + "_total"
+
+
+def _labels(**labels: object) -> str:
+    inner = ",".join(f'{k}="{v}"' for k, v in labels.items() if v is not None)
+    return "{" + inner + "}"
+
+
+def prometheus(snap: dict) -> str:
+    """The snapshot in the Prometheus text exposition format (version 0.0.4)."""
+    samples: dict[str, list[str]] = {}
+    node = snap["name"]
+
+    def add(standard: str, value: int, **labels: object) -> None:
+        samples.setdefault(standard, []).append(f"{metric_name(standard)}{_labels(node=node, **labels)} {value}")
+
+    for st in snap["streams"]:
+        if st["generation"] is not None:
+            add("frerCpsSeqGenResets", st["generation"]["resets"], stream=st["handle"])
+            add("frerlabSeqGenGeneratedPackets", st["generation"]["generated"], stream=st["handle"])
+        for r in st["recovery"]:
+            for key, standard in RECOVERY_NAMES.items():
+                add(standard, r[key], stream=st["handle"], function=r["function"], port=r["port"])
+        for p in st["ports"]:
+            for key, standard in STREAM_PORT_NAMES.items():
+                add(standard, p[key], stream=st["handle"], port=p["port"])
+    for p in snap["ports"]:
+        for key, standard in PORT_NAMES.items():
+            add(standard, p[key], port=p["port"])
+    lines = []
+    for standard, rows in samples.items():
+        name = metric_name(standard)
+        lines += [f"# HELP {name} {standard} (IEEE 802.1CB clause 10)" if standard.startswith(("frerCp", "tsnCp"))
+                  else f"# HELP {name} {standard} (frerlab)", f"# TYPE {name} counter", *rows]
+    latent = (snap.get("latent") or {}).get("functions", [])
+    if latent:
+        resets = metric_name("frerCpsSeqRcvyLatentErrorResets")
+        lines += [f"# HELP {resets} frerCpsSeqRcvyLatentErrorResets (IEEE 802.1CB clause 10)",
+                  f"# TYPE {resets} counter"]
+        lines += [f"{resets}{_labels(node=node, stream=f['stream'])} {f['latent_error_resets']}" for f in latent]
+        lines += ["# HELP frerlab_latent_error 1 while a latent error is signalled (802.1CB 7.4.4)",
+                  "# TYPE frerlab_latent_error gauge"]
+        lines += [f"frerlab_latent_error{_labels(node=node, stream=f['stream'])} {int(f['active'])}" for f in latent]
+    return "\n".join(lines) + "\n"
+
+
+def table(snap: dict) -> str:
+    """The snapshot as a readable text table; latent errors first, in capitals."""
+    out = []
+    latent = (snap.get("latent") or {}).get("functions", [])
+    for f in latent:
+        if f["active"]:
+            last = f["last"]
+            out.append(f"LATENT ERROR stream {f['stream']}: {last['condition']} (difference "
+                       f"{last['difference']}, threshold {f['difference_threshold']}, at {last['at_s']} s)")
+    out.append(f"data plane {snap['name']}" + (f" (netns {snap['netns']})" if snap["netns"] else ""))
+    for st in snap["streams"]:
+        out.append(f"stream {st['handle']}")
+        if st["generation"] is not None:
+            g = st["generation"]
+            out.append(f"  sequence generation: {g['generated']} numbered, {g['resets']} resets")
+        for r in st["recovery"]:
+            where = f" on {r['port']}" if r["port"] else ""
+            out.append(f"  {r['function']} recovery{where} ({r['algorithm']}, history {r['history_length']}): "
+                       + ", ".join(f"{k.removesuffix('_packets').replace('_', '-')} {r[k]}" for k in RECOVERY_NAMES))
+        for p in st["ports"]:
+            out.append(f"  port {p['port']}: in {p['input']}, out {p['output']}, "
+                       f"seq-enc-errored {p['seq_enc_errored']}")
+    for f in latent:
+        state = "ERROR" if f["active"] else "ok"
+        out.append(f"latent error detection, stream {f['stream']}: {state} ({f['alarms']} alarms, "
+                   f"{f['latent_error_resets']} resets)")
+    width = max(len(p["port"]) for p in snap["ports"])
+    header = "port".ljust(width) + "".join(f"{k.replace('_', '-'):>16}" for k in PORT_NAMES)
+    out += ["", header]
+    out += [p["port"].ljust(width) + "".join(f"{p[k]:>16}" for k in PORT_NAMES) for p in snap["ports"]]
+    return "\n".join(out)

@@ -1,0 +1,69 @@
+"""Network namespaces and veth links for frerlab's emulated topologies, named with a per-run
+prefix so parallel runs cannot collide, and removed as a whole by `close()` (also after a
+failure half-way). Hosts get IPv6 off and loopback up; links are veth pairs.
+
+    with Namespaces("frt1234") as net:
+        net.add("tal", "lis")
+        net.link("tal", "t0", "lis", "l0")
+        net.run("tal", "ip", "addr", "add", "198.18.0.1/24", "dev", "t0")
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+
+def ip(*args: str) -> str:
+    """Runs `ip ARGS`; raises CalledProcessError with ip's message on failure."""
+    return subprocess.run(["ip", *args], check=True, capture_output=True, text=True).stdout
+
+
+class Namespaces:
+    """A set of namespaces `<prefix>-<role>` and the links between them."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+        self.ns: dict[str, str] = {}
+
+    def __enter__(self) -> Namespaces:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def add(self, *roles: str) -> None:
+        """Creates one namespace per role: IPv6 off, loopback up."""
+        for role in roles:
+            name = f"{self.prefix}-{role}"
+            ip("netns", "add", name)
+            self.ns[role] = name
+            ip("netns", "exec", name, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1")
+            ip("-n", name, "link", "set", "lo", "up")
+
+    def link(self, a: str, a_if: str, b: str, b_if: str, mtu: int = 1500) -> None:
+        """A veth pair: `a_if` in role a's namespace, `b_if` in role b's, both up."""
+        tmp_a, tmp_b = f"{self.prefix}a", f"{self.prefix}b"
+        ip("link", "add", tmp_a, "netns", self.ns[a], "type", "veth", "peer", "name", tmp_b,
+           "netns", self.ns[b])
+        ip("-n", self.ns[a], "link", "set", tmp_a, "name", a_if, "mtu", str(mtu), "up")
+        ip("-n", self.ns[b], "link", "set", tmp_b, "name", b_if, "mtu", str(mtu), "up")
+
+    def mac(self, role: str, ifname: str) -> str:
+        """The MAC address of `ifname` in role's namespace."""
+        (link,) = json.loads(ip("-n", self.ns[role], "-j", "link", "show", "dev", ifname))
+        return link["address"]
+
+    def run(self, role: str, *argv: str) -> str:
+        """Runs a command inside role's namespace; its stdout."""
+        return subprocess.run(self.exec(role, list(argv)), check=True, capture_output=True, text=True).stdout
+
+    def exec(self, role: str, argv: list[str]) -> list[str]:
+        """`argv` wrapped to run in role's namespace."""
+        return ["ip", "netns", "exec", self.ns[role], *argv]
+
+    def close(self) -> None:
+        """Deletes every namespace (and with it its veths); safe to call twice."""
+        for name in self.ns.values():
+            subprocess.run(["ip", "netns", "del", name], capture_output=True)
+        self.ns.clear()

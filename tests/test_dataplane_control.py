@@ -1,0 +1,211 @@
+"""`frerlab dataplane up|stats|down` with the example configurations in configs/dataplane/,
+across namespace topologies: the seeds' relays (SW1 replicates with an active per-path MAC and
+VLAN on path b, SW2 eliminates and restores them), and end-stations with two NICs (the talker
+replicates on egress, the listener runs individual and sequence recovery on ingress). Every
+frame must arrive exactly once, the counters must prove how, the latent error monitor must
+raise its alarm when a path dies, and `down` must leave nothing behind, also after a crash."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from conftest import NEEDS_BPF, ROOT
+
+from frerlab.dataplane import control, stats
+from frerlab.dataplane.config import load_config
+from frerlab.dataplane.node import PIN_ROOT
+from frerlab.errors import UsageError
+from frerlab.netns import Namespaces
+from frerlab.traffic.tools.base import wait_for_udp_port
+
+pytestmark = NEEDS_BPF
+CONFIGS = ROOT / "configs" / "dataplane"
+CLI = [sys.executable, "-m", "frerlab.cli"]
+LISTENER_MAC = "02:fe:00:00:00:02"  # the `up` MAC of the relays' active identity
+
+
+def prefix() -> str:
+    return f"frc{os.getpid()}x{time.monotonic_ns() % 100000}"
+
+
+def config(file: str, **changes):
+    cfg = load_config(CONFIGS / file)
+    return cfg.model_copy(update=changes)
+
+
+def send_stream(net: Namespaces, talker: str, listener: str, count: int, rate: str = "10k",
+                during=None) -> dict:
+    """frerlab gen send from talker to 198.18.0.2 while gen recv listens; the one stream's report."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "recv.json"
+        recv = subprocess.Popen(net.exec(listener, [*CLI, "gen", "recv", "--port", "5555", "--duration", "30",
+                                                    "--linger", "0.5", "--output", str(out)]),
+                                stdout=subprocess.DEVNULL)
+        try:
+            wait_for_udp_port(net.exec(listener, []), 5555)
+            send = subprocess.Popen(net.exec(talker, [*CLI, "gen", "send", "--dst", "198.18.0.2", "--port", "5555",
+                                                      "--rate-fps", rate, "--count", str(count)]),
+                                    stdout=subprocess.DEVNULL)
+            if during:
+                during()
+            assert send.wait(timeout=60) in (0, 3)
+            recv.wait(timeout=60)
+        finally:
+            recv.kill()
+        (stream,) = json.loads(out.read_text())["streams"]
+    return stream
+
+
+@pytest.fixture
+def relays():
+    """talker - sw1 - paths a, b - sw2 - listener, with sw1 and sw2 up from the example
+    configurations through the control API; everything removed afterwards."""
+    names = []
+    with Namespaces(prefix()) as net:
+        net.add("tal", "sw1", "sw2", "lis")
+        net.link("tal", "t0", "sw1", "up")
+        net.link("sw1", "pa", "sw2", "pa", mtu=1506)
+        net.link("sw1", "pb", "sw2", "pb", mtu=1510)  # room for the R-TAG and the VLAN tag
+        net.link("sw2", "down", "lis", "l0")
+        net.run("lis", "ip", "link", "set", "l0", "address", LISTENER_MAC)
+        net.run("tal", "ip", "addr", "add", "198.18.0.1/24", "dev", "t0")
+        net.run("lis", "ip", "addr", "add", "198.18.0.2/24", "dev", "l0")
+        net.run("tal", "ip", "neigh", "replace", "198.18.0.2", "lladdr", LISTENER_MAC, "dev", "t0", "nud", "permanent")
+        try:
+            for role, file in (("sw1", "sw1-replicate.yaml"), ("sw2", "sw2-eliminate.yaml")):
+                cfg = config(file, name=f"{net.prefix}-{role}")
+                names.append(cfg.name)
+                control.up(cfg, net.ns[role])
+            yield net, names
+        finally:
+            for name in names:
+                control.down(name)
+
+
+def test_relays_deliver_each_frame_once_with_active_identification_on_path_b(relays):
+    net, (sw1, sw2) = relays
+    stream = send_stream(net, "tal", "lis", 3000)
+    assert (stream["expected"], stream["unique"], stream["lost"], stream["duplicates"]) == (3000, 3000, 0, 0)
+    s1, s2 = control.snapshot(sw1), control.snapshot(sw2)
+    (st1,) = s1["streams"]
+    assert st1["generation"]["generated"] >= 3000
+    out = {p["port"]: p["output"] for p in st1["ports"]}
+    assert out["pa"] == out["pb"] == st1["generation"]["generated"], "one copy per path"
+    (st2,) = s2["streams"]
+    (rcvy,) = st2["recovery"]
+    assert rcvy["passed_packets"] == rcvy["discarded_packets"] == st1["generation"]["generated"]
+    assert rcvy["lost_packets"] == rcvy["rogue_packets"] == 0
+    inputs = {p["port"]: p["input"] for p in st2["ports"]}
+    assert inputs["pa"] == inputs["pb"] == rcvy["passed_packets"], \
+        "path b's copies were identified by the MAC and VLAN sw1 gave them"
+
+
+def test_stats_views_carry_the_standard_counter_names(relays):
+    net, (_, sw2) = relays
+    send_stream(net, "tal", "lis", 500)
+    snap = control.snapshot(sw2)
+    text = stats.prometheus(snap)
+    passed = snap["streams"][0]["recovery"][0]["passed_packets"]
+    assert f'frer_cps_seq_rcvy_passed_packets_total{{node="{sw2}",stream="1",function="sequence"}} {passed}' in text
+    assert "# HELP frer_cps_seq_rcvy_passed_packets_total frerCpsSeqRcvyPassedPackets" in text
+    assert "# TYPE frer_cp_seq_rcvy_discard_packets_total counter" in text
+    cli = subprocess.run([*CLI, "dataplane", "stats", "--name", sw2, "--json"], capture_output=True, text=True,
+                         check=True)
+    assert json.loads(cli.stdout)["streams"][0]["recovery"][0]["passed_packets"] >= passed
+    table = subprocess.run([*CLI, "dataplane", "stats", "--name", sw2], capture_output=True, text=True, check=True)
+    assert "sequence recovery (vector, history 32)" in table.stdout
+
+
+def test_latent_error_alarm_when_path_b_dies(relays):
+    net, (_, sw2) = relays
+    net.run("sw1", "ip", "link", "set", "pb", "down")
+    send_stream(net, "tal", "lis", 3000, rate="2k")  # 1.5 s: three latent error periods
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        latent = control.snapshot(sw2)["latent"]
+        if latent and latent["functions"][0]["alarms"]:
+            break
+        time.sleep(0.1)
+    finding = control.snapshot(sw2)["latent"]["functions"][0]
+    assert finding["alarms"] >= 1 and finding["last"]["condition"] == "missing-copies"
+    table = subprocess.run([*CLI, "dataplane", "stats", "--name", sw2], capture_output=True, text=True).stdout
+    alarms = re.search(r"latent error detection, stream 1: (ERROR|ok) \((\d+) alarms", table)
+    assert alarms and int(alarms.group(2)) >= 1, table
+
+
+def test_end_stations_replicate_on_talker_egress_and_eliminate_on_listener_ingress():
+    with Namespaces(prefix()) as net:
+        net.add("tal", "lis")
+        net.link("tal", "t0a", "lis", "l0a", mtu=1506)
+        net.link("tal", "t0b", "lis", "l0b", mtu=1506)
+        mac = net.mac("lis", "l0a")
+        net.run("lis", "ip", "link", "set", "l0b", "address", mac)  # both NICs take the stream's DA
+        net.run("lis", "sysctl", "-qw", "net.ipv4.conf.all.rp_filter=0", "net.ipv4.conf.l0b.rp_filter=0")
+        net.run("tal", "ip", "addr", "add", "198.18.0.1/24", "dev", "t0a")
+        net.run("lis", "ip", "addr", "add", "198.18.0.2/24", "dev", "l0a")
+        net.run("tal", "ip", "neigh", "replace", "198.18.0.2", "lladdr", mac, "dev", "t0a", "nud", "permanent")
+        talker = config("talker-two-nics.yaml", name=f"{net.prefix}-tal")
+        listener = config("listener-two-nics.yaml", name=f"{net.prefix}-lis")
+        try:
+            control.up(talker, net.ns["tal"])
+            control.up(listener, net.ns["lis"])
+            stream = send_stream(net, "tal", "lis", 3000)
+            snap = control.snapshot(listener.name)
+        finally:
+            control.down(talker.name)
+            control.down(listener.name)
+    assert (stream["expected"], stream["unique"], stream["lost"], stream["duplicates"]) == (3000, 3000, 0, 0)
+    (st,) = snap["streams"]
+    by_fn = {(r["function"], r["port"]): r for r in st["recovery"]}
+    for port in ("l0a", "l0b"):
+        individual = by_fn[("individual", port)]
+        assert individual["passed_packets"] >= 3000 and individual["discarded_packets"] == 0, \
+            "one copy per number on each path: nothing for individual recovery to drop"
+    compound = by_fn[("sequence", None)]
+    assert compound["passed_packets"] == compound["discarded_packets"] == by_fn[("individual", "l0a")]["passed_packets"]
+
+
+def test_down_clears_a_crashed_up_and_is_idempotent():
+    with Namespaces(prefix()) as net:
+        net.add("sw")
+        net.link("sw", "up", "sw", "pa")
+        net.link("sw", "pb", "sw", "x")
+        cfg = config("sw1-replicate.yaml", name=f"{net.prefix}-crash")
+        # a crash half-way: the process dies right after attaching, before it finishes
+        crash = ("import os, sys; from frerlab.dataplane import control, node; "
+                 "from frerlab.dataplane.config import load_config; attach = node.Node.attach; "
+                 "node.Node.attach = lambda self, *a: (attach(self, *a), os._exit(9)); "
+                 "control.up(load_config(sys.argv[1]).model_copy(update={'name': sys.argv[2]}), sys.argv[3])")
+        died = subprocess.run([sys.executable, "-c", crash, str(CONFIGS / "sw1-replicate.yaml"), cfg.name,
+                               net.ns["sw"]], capture_output=True, text=True)
+        assert died.returncode == 9, died.stderr
+        with pytest.raises(UsageError, match="is up already"):
+            control.up(cfg, net.ns["sw"])
+        assert (PIN_ROOT / cfg.name).exists()
+        qdiscs = net.run("sw", "tc", "qdisc", "show", "dev", "up")
+        assert "clsact" in qdiscs
+        down = subprocess.run([*CLI, "dataplane", "down", "--name", cfg.name], capture_output=True, text=True)
+        assert down.returncode == 0 and "removed" in down.stdout
+        assert not (PIN_ROOT / cfg.name).exists() and cfg.name not in control.running_names()
+        assert "clsact" not in net.run("sw", "tc", "qdisc", "show", "dev", "up")
+        again = subprocess.run([*CLI, "dataplane", "down", "--name", cfg.name], capture_output=True, text=True)
+        assert again.returncode == 0 and "was not up" in again.stdout
+
+
+def test_up_refuses_a_missing_namespace_and_a_bad_file(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("ports: [a]\nsequence-recovery: [{index: 1, stream: [1], history-length: 4096}]\n")
+    result = subprocess.run([*CLI, "dataplane", "up", "--config", str(bad)], capture_output=True, text=True)
+    assert result.returncode == 2
+    assert "sequence-recovery.0.history-length" in result.stderr and "4096" in result.stderr
+    result = subprocess.run([*CLI, "dataplane", "up", "--config", str(CONFIGS / "sw1-replicate.yaml"),
+                             "--netns", "frerlab-no-such-ns"], capture_output=True, text=True)
+    assert result.returncode == 2 and "'frerlab-no-such-ns' does not exist" in result.stderr
