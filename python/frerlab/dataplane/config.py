@@ -226,6 +226,17 @@ class SequenceIdentification(_Model):
     encapsulation: Literal["r-tag"] = "r-tag"
 
 
+class StreamSplit(_Model):
+    """stream-split: the copies of stream(s) `input-id` sent out of `port` become the member
+    streams `output-id`, one copy each, with the `down` values of each member's
+    dmac-vlan-stream-identification placed out-facing on that port (so one port can carry a
+    copy per path, each with its own VLAN)."""
+
+    port: Port
+    input_id: list[int] = Field(min_length=1)
+    output_id: list[int] = Field(min_length=1, max_length=layout.MAX_OUTPUTS)
+
+
 class StreamForwarding(_Model):
     """frerlab: the ports a stream's frames leave by (802.1Q forwarding, which 802.1CB leaves
     to the bridge); more than one port replicates. `local` hands it to this host."""
@@ -245,6 +256,7 @@ class NodeConfig(_Model):
     sequence_generation: list[SequenceGeneration] = Field(default_factory=list)
     sequence_recovery: list[SequenceRecovery] = Field(default_factory=list)
     sequence_identification: list[SequenceIdentification] = Field(default_factory=list)
+    stream_split: list[StreamSplit] = Field(default_factory=list)
     stream_forwarding: list[StreamForwarding] = Field(default_factory=list)
 
     @model_validator(mode="after")
@@ -311,7 +323,11 @@ def compile_node(cfg: NodeConfig) -> NodePlan:
         indices = [e.index for e in entries]
         if len(set(indices)) != len(indices):
             raise ValueError(f"{kind}: index values must be unique, got {indices}")
-    handles = sorted({i.handle for i in cfg.stream_identity})
+    # handles that only name the per-copy rewrite of a split (active identities placed
+    # out-facing, nowhere identifying) are not streams of their own
+    identifying = {i.handle for i in cfg.stream_identity
+                   if i.in_facing.input_port or not i.dmac_vlan_stream_identification}
+    handles = sorted(identifying)
     if len(handles) > MAX_STREAMS:
         raise ValueError(f"{len(handles)} stream handles is out of range (1..={MAX_STREAMS})")
     stream_of = {h: s for s, h in enumerate(handles)}
@@ -324,12 +340,19 @@ def compile_node(cfg: NodeConfig) -> NodePlan:
 
     plan = NodePlan(ports=list(ports), handles=handles,
                     bridge_mask=sum(1 << port_index(p, "bridge-ports") for p in cfg.bridge_ports))
-    active_up: dict[int, DmacVlanSide] = {}
-    active_down: dict[tuple[int, str], DmacVlanSide] = {}
+    active_up: dict[int, DmacVlanSide] = {}  # by handle
+    active_down: dict[tuple[int, str], DmacVlanSide] = {}  # by (handle, output port)
     for ident in cfg.stream_identity:
         where = f"stream-identity {ident.index}"
-        stream = stream_index(ident.handle, where)
         active = ident.dmac_vlan_stream_identification
+        if active:
+            if ident.in_facing.input_port:
+                active_up[ident.handle] = active.up
+            for p in ident.out_facing.output_port:
+                active_down[(ident.handle, p)] = active.down
+        if ident.handle not in identifying:
+            continue
+        stream = stream_index(ident.handle, where)
         # an active identity placed out-facing rewrites the copies leaving there; it does not
         # identify frames the host sends
         sent = [] if active else ident.out_facing.output_port
@@ -341,11 +364,6 @@ def compile_node(cfg: NodeConfig) -> NodePlan:
             plan.identities.append(_identity(ident, stream, mask, direction))
             target = plan.ingress_ports if direction == layout.DIR_INGRESS else plan.egress_ports
             target.extend(p for p in names if p not in target)
-        if active:
-            if ident.in_facing.input_port:
-                active_up[stream] = active.up
-            for p in ident.out_facing.output_port:
-                active_down[(stream, p)] = active.down
     plan.ingress_ports.extend(p for p in cfg.bridge_ports if p not in plan.ingress_ports)
 
     flags = [0] * len(handles)
@@ -375,29 +393,36 @@ def compile_node(cfg: NodeConfig) -> NodePlan:
                                                     rec.latent_error_detection, port))
 
     encode = _encoding(cfg, flags, stream_index)
+    splits = _splits(cfg, stream_index)
     forwarded = {}
     for fwd in cfg.stream_forwarding:
         where = f"stream-forwarding of stream {fwd.stream}"
         stream = stream_index(fwd.stream, where)
         if stream in forwarded:
             raise ValueError(f"{where}: stream {fwd.stream} is forwarded twice")
-        outputs = []
-        for p in fwd.output_port:
-            if p == LOCAL:
-                outputs.append(OutputPlan(p, flags=layout.OUT_LOCAL))
-                continue
-            index = port_index(p, where)
-            side = active_down.get((stream, p)) or active_up.get(stream)
-            if side is None:
-                outputs.append(OutputPlan(p, index))
-            else:
-                outputs.append(OutputPlan(p, index, layout.OUT_SET_DMAC | layout.OUT_SET_VID
-                                          | layout.OUT_SET_PCP, _mac_bytes(side.destination_mac),
-                                          side.vlan, side.priority))
         if LOCAL in fwd.output_port and fwd.output_port[-1] != LOCAL:
             raise ValueError(f"{where}: {LOCAL!r} must be the last output port (the frame itself "
                              "goes up; copies go out first)")
+        outputs = []
+        for p in fwd.output_port:
+            index = 0 if p == LOCAL else port_index(p, where)
+            for member in splits.pop((fwd.stream, p), [fwd.stream]):
+                side = active_down.get((member, p)) or active_up.get(fwd.stream)
+                if member != fwd.stream and (member, p) not in active_down:
+                    raise ValueError(f"stream-split on port {p}: output-id {member} has no "
+                                     f"dmac-vlan-stream-identification out-facing on {p}")
+                flags_out = layout.OUT_LOCAL if p == LOCAL else 0
+                if side is None:
+                    outputs.append(OutputPlan(p, index, flags_out))
+                else:
+                    outputs.append(OutputPlan(p, index, flags_out | layout.OUT_SET_DMAC | layout.OUT_SET_VID
+                                              | layout.OUT_SET_PCP, _mac_bytes(side.destination_mac),
+                                              side.vlan, side.priority))
+        if len(outputs) > layout.MAX_OUTPUTS:
+            raise ValueError(f"{where}: {len(outputs)} copies is out of range (1..={layout.MAX_OUTPUTS})")
         forwarded[stream] = outputs
+    for handle, port in splits:
+        raise ValueError(f"stream-split on port {port}: stream {handle} is not forwarded to {port}")
     sent_here = {i.stream for i in plan.identities if i.direction == layout.DIR_EGRESS}
     for stream, handle in enumerate(handles):
         if stream not in forwarded:
@@ -428,6 +453,18 @@ def _encoding(cfg: NodeConfig, flags: list[int], stream_index) -> list[bool]:
                                  f"all its output ports ({', '.join(outputs.get(handle, []))})")
             decided[stream] = encode[stream] = seq_id.active
     return encode
+
+
+def _splits(cfg: NodeConfig, stream_index) -> dict[tuple[int, str], list[int]]:
+    """(stream handle, port) -> the member handles its copies on that port become."""
+    splits: dict[tuple[int, str], list[int]] = {}
+    for split in cfg.stream_split:
+        for handle in split.input_id:
+            stream_index(handle, f"stream-split on port {split.port}")
+            if (handle, split.port) in splits:
+                raise ValueError(f"stream-split: stream {handle} is split twice on port {split.port}")
+            splits[(handle, split.port)] = list(split.output_id)
+    return splits
 
 
 def _mac_bytes(mac: str) -> bytes:

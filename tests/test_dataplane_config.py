@@ -1,0 +1,116 @@
+"""The data plane configuration vocabulary (frerlab.dataplane.config): what each construct
+compiles to (identities, stream flags, copies and their rewrites, recovery functions), and
+the errors for bad input, which must name the field and what would be valid. No root needed."""
+
+from __future__ import annotations
+
+import pytest
+
+from frerlab.dataplane import layout
+from frerlab.dataplane.config import LOCAL, compile_node, parse_config
+from frerlab.errors import UsageError
+
+L_MAC = "02:fe:00:00:00:02"
+
+
+def node(**parts) -> dict:
+    return {"ports": ["eth0", "p1", "p2"], **parts}
+
+
+def ip_identity(index: int, handle: int, **placement) -> dict:
+    return {"index": index, "handle": handle, **placement,
+            "ip-stream-identification": {"ip-destination": "198.18.0.2"}}
+
+
+def member(index: int, handle: int, port: str, vid: int) -> dict:
+    return {"index": index, "handle": handle, "out-facing": {"output-port": [port]},
+            "dmac-vlan-stream-identification": {"down": {"destination-mac": L_MAC, "vlan": vid},
+                                                "up": {"destination-mac": L_MAC, "vlan": 0}}}
+
+
+def test_a_talker_splits_one_port_into_a_copy_per_path_each_with_its_vlan():
+    plan = compile_node(parse_config(node(
+        **{"stream-identity": [ip_identity(1, 1, **{"out-facing": {"output-port": ["eth0"]}}),
+                               member(2, 11, "eth0", 10), member(3, 12, "eth0", 20)],
+           "sequence-generation": [{"index": 1, "stream": [1]}],
+           "stream-split": [{"port": "eth0", "input-id": [1], "output-id": [11, 12]}],
+           "stream-forwarding": [{"stream": 1, "output-port": ["eth0"]}]})))
+    assert plan.handles == [1], "the member handles only name rewrites"
+    assert plan.egress_ports == ["eth0"] and plan.ingress_ports == []
+    (flags, copies), = plan.streams
+    assert flags == layout.STREAM_GENERATE | layout.STREAM_ENCODE
+    assert [(c.port, c.vid) for c in copies] == [("eth0", 10), ("eth0", 20)]
+    assert all(c.flags & layout.OUT_SET_VID and c.dmac == bytes.fromhex("02fe00000002") for c in copies)
+
+
+def test_an_eliminating_node_pops_the_tag_and_restores_the_up_values_for_the_host():
+    plan = compile_node(parse_config(node(
+        **{"stream-identity": [{"index": i, "handle": 1, "in-facing": {"input-port": [p]},
+                                "dmac-vlan-stream-identification": {
+                                    "down": {"destination-mac": L_MAC, "vlan": vid},
+                                    "up": {"destination-mac": L_MAC, "vlan": 0}}}
+                               for i, (p, vid) in enumerate([("p1", 10), ("p2", 20)])],
+           "sequence-recovery": [{"index": 1, "stream": [1], "history-length": 32}],
+           "stream-forwarding": [{"stream": 1, "output-port": [LOCAL]}]})))
+    (flags, (copy,)), = plan.streams
+    assert flags == layout.STREAM_RECOVER, "recovery here: no R-TAG on the way out"
+    assert copy.flags == layout.OUT_LOCAL | layout.OUT_SET_DMAC | layout.OUT_SET_VID | layout.OUT_SET_PCP
+    assert copy.vid == 0
+    assert [(i.port_mask, i.vid, i.fields) for i in plan.identities] == [
+        (0b010, 10, layout.MATCH_DMAC | layout.MATCH_VID_PCP), (0b100, 20, layout.MATCH_DMAC | layout.MATCH_VID_PCP)]
+    (rcvy,) = plan.recoveries
+    assert (rcvy.instance, rcvy.config.history_length, rcvy.config.reset_timeout_ns) == (0, 32, 2_000_000_000)
+
+
+def test_individual_recovery_makes_one_function_per_member_port():
+    plan = compile_node(parse_config(node(
+        **{"stream-identity": [ip_identity(1, 7, **{"in-facing": {"input-port": ["p1", "p2"]}})],
+           "sequence-recovery": [{"index": 1, "stream": [7], "port": ["p1", "p2"], "individual-recovery": True}],
+           "stream-forwarding": [{"stream": 7, "output-port": ["eth0"]}]})))
+    assert [(r.instance, r.port, r.config.individual_recovery) for r in plan.recoveries] == \
+        [(2, "p1", True), (3, "p2", True)]
+    assert plan.streams[0][0] == layout.STREAM_INDIVIDUAL | layout.STREAM_ENCODE, "individual only: tag kept"
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"sequence-recovery": [{"index": 1, "stream": [1], "history-length": 0}]},
+     "sequence-recovery.0.history-length: Input should be greater than or equal to 2 (got 0)"),
+    ({"stream-identity": [{"index": 1, "handle": 1, "in-facing": {"input-port": ["p9"]},
+                           "null-stream-identification": {"destination-mac": L_MAC}}]},
+     "port 'p9' is not one of ports (eth0, p1, p2)"),
+    ({"stream-identity": [{"index": 1, "handle": 1, "in-facing": {"input-port": ["p1"]},
+                           "null-stream-identification": {"destination-mac": "02:fe"}}]},
+     "'02:fe' is not a MAC address"),
+    ({"stream-identity": [ip_identity(1, 1, **{"in-facing": {"input-port": ["p1"]}})]},
+     "stream 1 has no stream-forwarding entry"),
+    ({"sequence-generation": [{"index": 1, "stream": [4]}]}, "stream 4 has no stream-identity (handles: none)"),
+    ({"stream-identity": [{"index": 1, "handle": 1, "in-facing": {"input-port": ["p1"]},
+                           "ip-stream-identification": {"ip-source": "198.18.0.1", "ip-destination": "2001:db8::2"}}]},
+     "of different IP versions"),
+    ({"stream-identity": [{"index": 1, "handle": 1, "in-facing": {"input-port": ["p1"]},
+                           "ip-stream-identification": {"destination-port": 5001}}]},
+     "ports need a next-protocol (udp, tcp or sctp)"),
+    ({"sequence-recovery": [{"index": 1, "stream": [1], "port": ["p1"], "individual-recovery": True,
+                             "latent-error-detection": {"difference": 5}}]},
+     "latent-error-detection is not allowed with individual-recovery"),
+    ({"stream-identity": [{"index": 1, "handle": 1, "in-facing": {"input-port": ["p1"]},
+                           "mask-and-match-stream-identification": {}}]},
+     "not by the eBPF data plane"),
+    ({"stream-identity": [ip_identity(1, 1, **{"in-facing": {"input-port": ["p1"]}})],
+      "stream-forwarding": [{"stream": 1, "output-port": [LOCAL, "p2"]}]},
+     "'local' must be the last output port"),
+    ({"stream-identity": [ip_identity(1, 1, **{"out-facing": {"output-port": ["eth0"]}})],
+      "sequence-identification": [{"port": ["p1", "p2"], "stream": [1], "active": False}],
+      "stream-forwarding": [{"stream": 1, "output-port": ["p1", "p2"]}]},
+     "must leave with an R-TAG"),
+    ({"stream-identity": [ip_identity(1, 1, **{"in-facing": {"input-port": ["p1"]}})],
+      "stream-split": [{"port": "p2", "input-id": [1], "output-id": [11]}],
+      "stream-forwarding": [{"stream": 1, "output-port": ["p2"]}]},
+     "output-id 11 has no dmac-vlan-stream-identification out-facing on p2"),
+    ({"unknown-thing": 1}, "unknown-thing: Extra inputs are not permitted"),
+])
+def test_bad_configurations_are_refused_naming_the_field(change, message):
+    with pytest.raises(UsageError) as err:
+        parse_config(node(**change), "node.yaml")
+    assert message in str(err.value)
+    assert str(err.value).startswith("node.yaml")
