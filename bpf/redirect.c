@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR Apache-2.0)
 /*
- * The baseline the data plane is measured against: a plain tc redirect with no FRER. Each
- * frame received on a port whose ifindex is a key of `redirect_to` leaves through the port
- * stored there; other frames go to the kernel.
+ * The baselines the data plane is measured against: plain tc redirects with no FRER (no
+ * sequence numbers, no R-TAG, no recovery). A frame received on a port whose ifindex is a key
+ * of `redirect_to` leaves through the port stored there; other frames go to the kernel.
+ * plain_copy first sends a copy to the port in `copy_to` (a plain two-path split);
+ * plain_drop drops every frame (the second path's copies at the merging switch).
  */
 #include <linux/bpf.h>
 #include <linux/pkt_cls.h>
@@ -15,13 +17,42 @@ struct {
 	__type(value, __u32); /* egress ifindex */
 } redirect_to SEC(".maps");
 
-SEC("tc")
-int plain_redirect(struct __sk_buff *skb)
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16);
+	__type(key, __u32);   /* ingress ifindex */
+	__type(value, __u32); /* ifindex that gets a copy first */
+} copy_to SEC(".maps");
+
+static __always_inline int forward(struct __sk_buff *skb)
 {
 	__u32 in = skb->ingress_ifindex;
 	__u32 *out = bpf_map_lookup_elem(&redirect_to, &in);
 
 	return out ? bpf_redirect(*out, 0) : TC_ACT_OK;
+}
+
+SEC("tc")
+int plain_redirect(struct __sk_buff *skb)
+{
+	return forward(skb);
+}
+
+SEC("tc")
+int plain_copy(struct __sk_buff *skb)
+{
+	__u32 in = skb->ingress_ifindex;
+	__u32 *copy = bpf_map_lookup_elem(&copy_to, &in);
+
+	if (copy)
+		bpf_clone_redirect(skb, *copy, 0);
+	return forward(skb);
+}
+
+SEC("tc")
+int plain_drop(struct __sk_buff *skb)
+{
+	return TC_ACT_SHOT;
 }
 
 char _license[] SEC("license") = "GPL";

@@ -3,9 +3,11 @@ plane: talker (198.18.0.1) - sw1 - paths a and b - sw2 - listener (198.18.0.2), 
 (talker to listener), static neighbour, IPv6 off.
 
 mode "frer": sw1 numbers and replicates onto both paths, sw2 eliminates and removes the R-TAG
-(frerlab's eBPF data plane). mode "plain": the baseline, path a only, each switch a plain tc
-redirect with no FRER (bpf/redirect.c). The full testbed (shaping, impairments, both
-directions, `frerlab testbed`) is issue 4; this is the data plane's own harness.
+(frerlab's eBPF data plane). The baselines are plain tc redirects with no FRER
+(bpf/redirect.c): "plain" uses path a only; "plain-dual" moves as many frames as "frer" (sw1
+copies every frame onto both paths, sw2 forwards path a's and drops path b's). The full
+testbed (shaping, impairments, both directions, `frerlab testbed`) is issue 4; this is the
+data plane's own harness.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ PATH_MTU = 1506
 _ids = itertools.count()
 CLI = [sys.executable, "-m", "frerlab.cli"]
 PORT = "5555"
+MODES = ("frer", "plain", "plain-dual")
 
 
 def _ip(*args: str) -> str:
@@ -43,14 +46,17 @@ class TwoPath:
     """The topology; `with TwoPath("frer") as net:` builds it, leaving removes everything."""
 
     def __init__(self, mode: str, history_length: int = 32) -> None:
-        if mode not in ("frer", "plain"):
-            raise ValueError(f"mode {mode!r} is not valid ('frer' or 'plain')")
+        if mode not in MODES:
+            raise ValueError(f"mode {mode!r} is not valid ({', '.join(MODES)})")
         self.mode, self.history_length = mode, history_length
         self.prefix = f"frd{os.getpid()}x{next(_ids)}"
         self.ns = {role: f"{self.prefix}-{role}" for role in ("tal", "sw1", "sw2", "lis")}
         self.sw1: Node | None = None
         self.sw2: Node | None = None
+        #: the programs each switch runs, pinned (role: paths), for their run-time statistics
+        self.programs: dict[str, list[Path]] = {"sw1": [], "sw2": []}
         self._plain_pins: list[Path] = []
+        self._plain_ports: list[tuple[str, str]] = []
 
     def __enter__(self) -> TwoPath:
         try:
@@ -88,18 +94,34 @@ class TwoPath:
                 history_length=self.history_length, reset_timeout_ns=1_000_000_000))
             self.sw1.attach()
             self.sw2.attach()
+            for role, node in (("sw1", self.sw1), ("sw2", self.sw2)):
+                self.programs[role].append(node.pin_dir / "frer_ingress")
+        elif self.mode == "plain":
+            self._plain("sw1", {"up": ("plain_redirect", "pa")})
+            self._plain("sw2", {"pa": ("plain_redirect", "down")})
         else:
-            self._plain("sw1", "up", "pa")
-            self._plain("sw2", "pa", "down")
+            self._plain("sw1", {"up": ("plain_copy", "pb")}, copy={"up": "pa"})
+            self._plain("sw2", {"pa": ("plain_redirect", "down"), "pb": ("plain_drop", None)})
 
-    def _plain(self, role: str, port_in: str, port_out: str) -> None:
+    def _plain(self, role: str, ports: dict[str, tuple[str, str | None]],
+               copy: dict[str, str] | None = None) -> None:
+        """Loads bpf/redirect.o for `role`; `ports` maps each input port to (program, output
+        port), `copy` an input port to the port that gets a copy first."""
         netns = self.ns[role]
         pin_dir = bpfsys.BPFFS / f"{self.prefix}-{role}"
         bpfsys.load_and_pin(REDIRECT_OBJECT, pin_dir)
         self._plain_pins.append(pin_dir)
-        with bpfsys.Map(pin_dir / "maps" / "redirect_to", 4, 4) as redirect_to:
-            redirect_to.update(layout.key(ifindex(netns, port_in)), layout.key(ifindex(netns, port_out)))
-        attach_ingress(netns, port_in, pin_dir / "plain_redirect")
+        with bpfsys.Map(pin_dir / "maps" / "redirect_to", 4, 4) as redirect_to, \
+                bpfsys.Map(pin_dir / "maps" / "copy_to", 4, 4) as copy_to:
+            for port_in, (_, port_out) in ports.items():
+                if port_out:
+                    redirect_to.update(layout.key(ifindex(netns, port_in)), layout.key(ifindex(netns, port_out)))
+            for port_in, port_copy in (copy or {}).items():
+                copy_to.update(layout.key(ifindex(netns, port_in)), layout.key(ifindex(netns, port_copy)))
+        for port_in, (program, _) in ports.items():
+            self._plain_ports.append((netns, port_in))
+            attach_ingress(netns, port_in, pin_dir / program)
+            self.programs[role].append(pin_dir / program)
 
     def exec(self, role: str, argv: list[str]) -> list[str]:
         """`argv` wrapped to run in the namespace of `role` (tal, sw1, sw2, lis)."""
@@ -150,8 +172,10 @@ class TwoPath:
         for node in (self.sw1, self.sw2):
             if node:
                 node.close()
-        for role, pin_dir in zip(("sw1", "sw2"), self._plain_pins):
-            detach(self.ns[role], "up" if role == "sw1" else "pa")
+        for netns, port in self._plain_ports:
+            detach(netns, port)
+        self._plain_ports.clear()
+        for pin_dir in self._plain_pins:
             bpfsys.unpin(pin_dir)
         self._plain_pins.clear()
         for name in self.ns.values():
