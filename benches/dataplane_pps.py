@@ -1,27 +1,39 @@
-"""eBPF data plane throughput and added latency, against a plain tc redirect, side by side.
+"""eBPF data plane: throughput, per-frame program cost and added latency of FRER against plain
+tc redirects, side by side in one run.
 
-Topology (frerlab.dataplane.twopath): talker - sw1 - paths - sw2 - listener in namespaces.
-"frer": sw1 numbers and replicates onto two paths, sw2 eliminates (frerlab's data plane).
-"plain": path a only, each switch a plain BPF redirect, no FRER (bpf/redirect.c).
+Topology (frerlab.dataplane.twopath): talker - sw1 - paths a, b - sw2 - listener. "frer": sw1
+numbers and replicates, sw2 eliminates and removes the R-TAG. Baselines with no FRER
+(bpf/redirect.c): "plain" = path a only (the issue's baseline; every frame crosses one veth
+fewer than with FRER); "plain-dual" = sw1 copies every frame onto both paths, sw2 forwards
+path a's and drops path b's (as many frames and veth hops as FRER: what FRER itself costs).
 
-Throughput: `frerlab gen send --max-rate` for a few seconds with 64- and 1518-byte frames;
-the figure is unique frames received per second at the listener (frerlab gen recv). Added
-latency: one-way latency median at a moderate rate (5 k frames/s), frer minus plain. Rounds
-are interleaved so machine noise hits both modes alike; the best round of each is reported.
+The three topologies stay up for the whole run; each round measures every size and mode, in
+an order rotating from round to round, so machine noise hits all modes alike.
+- throughput: `frerlab gen send --max-rate` for --seconds; unique frames/s at the listener.
+- program cost: run_time_ns / run_cnt of the programs each switch runs, read through
+  bpf(2) around each throughput stream (BPF_ENABLE_STATS, on only while this runs).
+- latency: one-way p50 at --latency-rate for --latency-seconds; per round, frer minus each
+  baseline. Reported: median over rounds, with the smallest and largest.
 
-    .venv/bin/python benches/dataplane_pps.py [--rounds 3] [--seconds 3] [--json FILE]
+    .venv/bin/python benches/dataplane_pps.py [--rounds 5] [--seconds 3] [--json FILE]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
+import statistics
 import sys
+from contextlib import ExitStack
 from pathlib import Path
 
-from frerlab.dataplane.twopath import TwoPath
+from frerlab.dataplane import bpfsys
+from frerlab.dataplane.twopath import MODES, TwoPath
 
 SIZES = (64, 1518)
+ROLES = ("sw1", "sw2")
 
 
 def throughput(stream: dict) -> float:
@@ -29,38 +41,103 @@ def throughput(stream: dict) -> float:
     return stream["unique"] / span if span > 0 else 0.0
 
 
+def run_stats(programs: dict[str, list[bpfsys.Program]]) -> dict[str, tuple[int, int]]:
+    """(run_time_ns, run_cnt) summed over the programs of each switch."""
+    out = {}
+    for role, progs in programs.items():
+        pairs = [p.run_stats() for p in progs]
+        out[role] = (sum(ns for ns, _ in pairs), sum(cnt for _, cnt in pairs))
+    return out
+
+
+def spread(values: list[float], fmt: str) -> str:
+    """The median of `values` and their range."""
+    return f"{statistics.median(values):{fmt}} ({min(values):{fmt}} .. {max(values):{fmt}})"
+
+
+def measure(args: argparse.Namespace) -> list[dict]:
+    raw: list[dict] = []
+    with ExitStack() as stack:
+        stack.enter_context(bpfsys.RunTimeStats())
+        nets = {mode: stack.enter_context(TwoPath(mode)) for mode in MODES}
+        programs = {mode: {role: [stack.enter_context(bpfsys.Program(path)) for path in net.programs[role]]
+                           for role in ROLES} for mode, net in nets.items()}
+        for round_no in range(args.rounds):
+            order = MODES[round_no % len(MODES):] + MODES[:round_no % len(MODES)]
+            load = os.getloadavg()[0]
+            for size in SIZES:
+                for mode in order:
+                    before = run_stats(programs[mode])
+                    stream = nets[mode].stream(["--frame-size", str(size), "--max-rate",
+                                                "--duration", str(args.seconds)])
+                    after = run_stats(programs[mode])
+                    raw.append({"round": round_no, "load1": load, "kind": "throughput", "mode": mode,
+                                "size": size, "pps": throughput(stream), "stream": stream,
+                                "bpf": {role: {"run_time_ns": after[role][0] - before[role][0],
+                                               "run_cnt": after[role][1] - before[role][1]} for role in ROLES}})
+            for size in SIZES:
+                for mode in order:
+                    stream = nets[mode].stream(["--frame-size", str(size), "--rate-fps", args.latency_rate,
+                                                "--duration", str(args.latency_seconds)])
+                    raw.append({"round": round_no, "load1": load, "kind": "latency", "mode": mode, "size": size,
+                                "p50_ns": dict(stream["latency_ns"]["percentiles"])[50.0], "stream": stream})
+            print(f"round {round_no + 1}/{args.rounds} done (order {', '.join(order)}, load {load:.2f})",
+                  file=sys.stderr)
+    return raw
+
+
+def report(raw: list[dict], rounds: int) -> None:
+    def pick(kind: str, mode: str, size: int) -> list[dict]:
+        return sorted((r for r in raw if r["kind"] == kind and r["mode"] == mode and r["size"] == size),
+                      key=lambda r: r["round"])
+
+    print("throughput, unique frames/s at the listener: median (min .. max) over rounds")
+    for size in SIZES:
+        for mode in MODES:
+            print(f"  {size:>4} B {mode:<10} {spread([r['pps'] for r in pick('throughput', mode, size)], ',.0f')}")
+        frer = [r["pps"] for r in pick("throughput", "frer", size)]
+        for base in MODES[1:]:
+            ratios = [f / b["pps"] for f, b in zip(frer, pick("throughput", base, size))]
+            print(f"  {size:>4} B frer / {base:<10} {spread(ratios, '.2f')}  (per-round ratios)")
+    print("BPF program cost during the throughput streams: ns per run, runs per frame entering sw1")
+    for size in SIZES:
+        for mode in MODES:
+            rows = pick("throughput", mode, size)
+            cells = []
+            for role in ROLES:
+                per_run = [r["bpf"][role]["run_time_ns"] / r["bpf"][role]["run_cnt"] for r in rows]
+                runs = statistics.median(r["bpf"][role]["run_cnt"] / r["bpf"]["sw1"]["run_cnt"] for r in rows)
+                cells.append(f"{role} {spread(per_run, '.0f')} ns x {runs:.2f}")
+            total = [sum(r["bpf"][role]["run_time_ns"] for role in ROLES) / r["bpf"]["sw1"]["run_cnt"] for r in rows]
+            print(f"  {size:>4} B {mode:<10} {'; '.join(cells)}; both switches {spread(total, '.0f')} ns/frame")
+    print("one-way latency p50 (us) and frer's added p50, median (min .. max) over rounds")
+    for size in SIZES:
+        p50 = {mode: [r["p50_ns"] / 1000 for r in pick("latency", mode, size)] for mode in MODES}
+        print(f"  {size:>4} B " + "; ".join(f"{mode} {spread(p50[mode], '.1f')}" for mode in MODES))
+        for base in MODES[1:]:
+            added = [f - b for f, b in zip(p50["frer"], p50[base])]
+            print(f"  {size:>4} B added vs {base:<10} {spread(added, '.2f')} us")
+    loads = [r["load1"] for r in raw]
+    print(f"load average (1 min) at the start of the rounds: {min(loads):.2f} .. {max(loads):.2f}; "
+          f"{rounds} rounds")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--seconds", type=float, default=3.0, help="seconds of each throughput stream")
+    parser.add_argument("--latency-rate", default="5k", help="frames/s of the latency streams")
+    parser.add_argument("--latency-seconds", type=float, default=2.0, help="seconds of each latency stream")
     parser.add_argument("--json", type=Path, help="write the raw figures here")
     args = parser.parse_args()
-    best: dict[str, float] = {}
-    raw = []
-    for round_no in range(args.rounds):
-        for mode in ("plain", "frer") if round_no % 2 == 0 else ("frer", "plain"):
-            with TwoPath(mode) as net:
-                for size in SIZES:
-                    stream = net.stream(["--frame-size", str(size), "--max-rate", "--duration", str(args.seconds)])
-                    pps = throughput(stream)
-                    raw.append({"round": round_no, "mode": mode, "size": size, "pps": pps, "stream": stream})
-                    best[f"{mode}/{size}"] = max(best.get(f"{mode}/{size}", 0.0), pps)
-                stream = net.stream(["--rate-fps", "5k", "--duration", "2"])
-                p50 = dict(stream["latency_ns"]["percentiles"])[50.0]
-                raw.append({"round": round_no, "mode": mode, "size": 64, "latency_p50_ns": p50})
-                best[f"{mode}/p50"] = min(best.get(f"{mode}/p50", float("inf")), p50)
-            print(f"round {round_no + 1}/{args.rounds} {mode}: done", file=sys.stderr)
+    # a plain kill cleans up too (namespaces, pins, statistics), like Ctrl-C
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    raw = measure(args)
     if args.json:
         tmp = args.json.with_suffix(".tmp")
         tmp.write_text(json.dumps(raw, indent=1))
         tmp.replace(args.json)
-    print(f"{'frame':>6} {'plain redirect':>16} {'frer':>16} {'ratio':>7}")
-    for size in SIZES:
-        plain, frer = best[f"plain/{size}"], best[f"frer/{size}"]
-        print(f"{size:>5}B {plain:>12,.0f} f/s {frer:>12,.0f} f/s {frer / plain:>6.2f}x")
-    added = (best["frer/p50"] - best["plain/p50"]) / 1000
-    print(f"one-way latency p50 at 5 k frames/s: plain {best['plain/p50'] / 1000:.1f} us, "
-          f"frer {best['frer/p50'] / 1000:.1f} us, added {added:.1f} us")
+    report(raw, args.rounds)
     return 0
 
 

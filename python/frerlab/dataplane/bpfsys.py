@@ -16,6 +16,9 @@ from pathlib import Path
 
 _SYSCALL_BPF = {"x86_64": 321, "aarch64": 280}
 _MAP_LOOKUP_ELEM, _MAP_UPDATE_ELEM, _OBJ_GET, _PROG_TEST_RUN = 1, 2, 7, 10
+_OBJ_GET_INFO_BY_FD, _ENABLE_STATS = 15, 32
+#: `struct bpf_prog_info` size and the offset of run_time_ns (run_cnt follows; linux/bpf.h).
+PROG_INFO_SIZE, PROG_INFO_RUN_TIME_NS = 232, 192
 #: Map update flag: take the value's bpf_spin_lock while writing it.
 BPF_F_LOCK = 4
 #: Where frerlab pins: a BPF filesystem of its own outside /sys, because `ip netns exec` and
@@ -87,6 +90,29 @@ def _release_bpffs() -> None:
             BPFFS.parent.rmdir()
 
 
+class RunTimeStats:
+    """Run-time statistics of every BPF program (`run_time_ns`, `run_cnt`), on while open.
+
+    BPF_ENABLE_STATS: the kernel counts while any such descriptor is open and stops when the
+    last one is closed, also when the process dies, so the system is left as found (the
+    sysctl kernel.bpf_stats_enabled is a separate switch, untouched)."""
+
+    def __init__(self) -> None:
+        attr = ctypes.create_string_buffer(struct.pack("<I", 0), 4)  # BPF_STATS_RUN_TIME
+        self.fd = _bpf(_ENABLE_STATS, attr, "enabling BPF run-time statistics")
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __enter__(self) -> RunTimeStats:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 class Pinned:
     """A file descriptor of a pinned program or map, closed on `close()` or at exit."""
 
@@ -140,6 +166,15 @@ class Map(Pinned):
 
 class Program(Pinned):
     """A pinned tc program that can be run on a crafted frame."""
+
+    def run_stats(self) -> tuple[int, int]:
+        """(run_time_ns, run_cnt): the time the program has run and how many times, counted
+        while run-time statistics are on (RunTimeStats)."""
+        info = ctypes.create_string_buffer(PROG_INFO_SIZE)
+        attr = ctypes.create_string_buffer(struct.pack("<IIQ", self.fd, PROG_INFO_SIZE,
+                                                       ctypes.addressof(info)), 16)
+        _bpf(_OBJ_GET_INFO_BY_FD, attr, f"reading the info of {self.path.name}")
+        return struct.unpack_from("<QQ", info.raw, PROG_INFO_RUN_TIME_NS)
 
     def test_run(self, frame: bytes, ingress_ifindex: int = 0) -> tuple[int, bytes]:
         """Runs the program once on `frame` as if received on `ingress_ifindex`; returns the
