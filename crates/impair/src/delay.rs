@@ -41,7 +41,10 @@ impl DelayConfig {
     /// `InvalidInput` naming the bad value and the valid range.
     pub fn validate(&self) -> io::Result<()> {
         if self.delay_ns > MAX_DELAY_NS {
-            return Err(invalid(format!("delay_ns {} is out of range (0..={MAX_DELAY_NS})", self.delay_ns)));
+            return Err(invalid(format!(
+                "delay_ns {} is out of range (0..={MAX_DELAY_NS})",
+                self.delay_ns
+            )));
         }
         if self.jitter_ns > self.delay_ns {
             return Err(invalid(format!(
@@ -50,7 +53,10 @@ impl DelayConfig {
             )));
         }
         if !(0.0..=1.0).contains(&self.reorder) {
-            return Err(invalid(format!("reorder {} is out of range (0..=1)", self.reorder)));
+            return Err(invalid(format!(
+                "reorder {} is out of range (0..=1)",
+                self.reorder
+            )));
         }
         if self.reorder > 0.0 && self.delay_ns == 0 {
             return Err(invalid(format!(
@@ -126,11 +132,23 @@ pub struct DelayQueue {
 impl DelayQueue {
     /// An empty queue holding at most `limit` frames, drawing delays from seed `seed`.
     pub fn new(limit: usize, seed: u64) -> Self {
-        DelayQueue { heap: BinaryHeap::new(), arrivals: 0, limit, rng: fastrand::Rng::with_seed(seed), spare: Vec::new() }
+        DelayQueue {
+            heap: BinaryHeap::new(),
+            arrivals: 0,
+            limit,
+            rng: fastrand::Rng::with_seed(seed),
+            spare: Vec::new(),
+        }
     }
 
     /// Offers `frame` of `direction`, arrived at `arrival_ns`, delayed as `config` says.
-    pub fn admit(&mut self, direction: usize, config: &DelayConfig, arrival_ns: u64, frame: &[u8]) -> Admission {
+    pub fn admit(
+        &mut self,
+        direction: usize,
+        config: &DelayConfig,
+        arrival_ns: u64,
+        frame: &[u8],
+    ) -> Admission {
         if self.heap.len() >= self.limit {
             return Admission::Overflow;
         }
@@ -138,7 +156,12 @@ impl DelayQueue {
         let mut copy = self.spare.pop().unwrap_or_default();
         copy.clear();
         copy.extend_from_slice(frame);
-        self.heap.push(Held { due_ns: arrival_ns + delay, order: self.arrivals, direction, frame: copy });
+        self.heap.push(Held {
+            due_ns: arrival_ns + delay,
+            order: self.arrivals,
+            direction,
+            frame: copy,
+        });
         self.arrivals += 1;
         if delay == 0 {
             Admission::Early
@@ -197,32 +220,54 @@ mod tests {
 
     #[test]
     fn constant_delay_keeps_order_and_time() {
-        let config = DelayConfig { delay_ns: 5 * MS, ..Default::default() };
+        let config = DelayConfig {
+            delay_ns: 5 * MS,
+            ..Default::default()
+        };
         let mut q = DelayQueue::new(100, 1);
         for i in 0..10u8 {
-            assert_eq!(q.admit(0, &config, u64::from(i) * 10, &[i]), Admission::Held);
+            assert_eq!(
+                q.admit(0, &config, u64::from(i) * 10, &[i]),
+                Admission::Held
+            );
         }
         assert_eq!(q.next_due(), Some(5 * MS));
         assert!(released(&mut q, 5 * MS - 1).is_empty());
-        assert_eq!(released(&mut q, 5 * MS + 45), (0..5).map(|i| (0, i)).collect::<Vec<_>>());
-        assert_eq!(released(&mut q, 6 * MS), (5..10).map(|i| (0, i)).collect::<Vec<_>>());
+        assert_eq!(
+            released(&mut q, 5 * MS + 45),
+            (0..5).map(|i| (0, i)).collect::<Vec<_>>()
+        );
+        assert_eq!(
+            released(&mut q, 6 * MS),
+            (5..10).map(|i| (0, i)).collect::<Vec<_>>()
+        );
         assert!(q.is_empty());
     }
 
     #[test]
     fn equal_due_times_leave_in_arrival_order_across_directions() {
-        let config = DelayConfig { delay_ns: MS, ..Default::default() };
+        let config = DelayConfig {
+            delay_ns: MS,
+            ..Default::default()
+        };
         let mut q = DelayQueue::new(100, 1);
         for i in 0..50u8 {
             q.admit(usize::from(i % 2), &config, 0, &[i]);
         }
         let out = released(&mut q, MS);
-        assert_eq!(out, (0..50).map(|i| (usize::from(i % 2), i)).collect::<Vec<_>>());
+        assert_eq!(
+            out,
+            (0..50).map(|i| (usize::from(i % 2), i)).collect::<Vec<_>>()
+        );
     }
 
     #[test]
     fn jitter_stays_within_bounds_and_keeps_the_mean() {
-        let config = DelayConfig { delay_ns: 2 * MS, jitter_ns: MS, reorder: 0.0 };
+        let config = DelayConfig {
+            delay_ns: 2 * MS,
+            jitter_ns: MS,
+            reorder: 0.0,
+        };
         let mut q = DelayQueue::new(200_000, 7);
         let n = 100_000u64;
         for i in 0..n {
@@ -236,7 +281,10 @@ mod tests {
             max = max.max(due);
             sum += u128::from(due) * q.release_due(due, |_, _| {}) as u128;
         }
-        assert!(min >= MS && max <= 3 * MS, "delays within delay +- jitter: {min}..{max}");
+        assert!(
+            min >= MS && max <= 3 * MS,
+            "delays within delay +- jitter: {min}..{max}"
+        );
         let mean = sum as f64 / n as f64;
         // uniform over 2 ms: standard deviation 0.577 ms, of the mean 1.8 us; allow 5 sigma.
         assert!((mean - 2e6).abs() < 10e3, "mean delay {mean} ns");
@@ -244,32 +292,50 @@ mod tests {
 
     #[test]
     fn jitter_wider_than_the_spacing_reorders() {
-        let config = DelayConfig { delay_ns: MS, jitter_ns: MS, reorder: 0.0 };
+        let config = DelayConfig {
+            delay_ns: MS,
+            jitter_ns: MS,
+            reorder: 0.0,
+        };
         let mut q = DelayQueue::new(10_000, 3);
         for i in 0..1000u64 {
             q.admit(0, &config, i * 50_000, &i.to_le_bytes());
         }
         let mut order = Vec::new();
-        q.release_due(u64::MAX, |_, f| order.push(u64::from_le_bytes(f.try_into().unwrap())));
+        q.release_due(u64::MAX, |_, f| {
+            order.push(u64::from_le_bytes(f.try_into().unwrap()))
+        });
         let inversions = order.windows(2).filter(|w| w[1] < w[0]).count();
         assert!(inversions > 100, "{inversions} adjacent inversions");
     }
 
     #[test]
     fn reorder_sends_the_drawn_fraction_at_once() {
-        let config = DelayConfig { delay_ns: 10 * MS, jitter_ns: 0, reorder: 0.2 };
+        let config = DelayConfig {
+            delay_ns: 10 * MS,
+            jitter_ns: 0,
+            reorder: 0.2,
+        };
         let mut q = DelayQueue::new(100_000, 11);
         let n = 50_000;
-        let early = (0..n).filter(|_| q.admit(0, &config, 0, &[0]) == Admission::Early).count();
+        let early = (0..n)
+            .filter(|_| q.admit(0, &config, 0, &[0]) == Admission::Early)
+            .count();
         // binomial(50000, 0.2): standard deviation 89; allow 5 sigma.
-        assert!((early as f64 - 10_000.0).abs() < 450.0, "{early} early of {n}");
+        assert!(
+            (early as f64 - 10_000.0).abs() < 450.0,
+            "{early} early of {n}"
+        );
         assert_eq!(q.release_due(0, |_, _| {}), early);
         assert_eq!(q.len(), n - early);
     }
 
     #[test]
     fn overflow_drops_beyond_the_limit() {
-        let config = DelayConfig { delay_ns: MS, ..Default::default() };
+        let config = DelayConfig {
+            delay_ns: MS,
+            ..Default::default()
+        };
         let mut q = DelayQueue::new(3, 1);
         let admitted: Vec<_> = (0..5).map(|i| q.admit(0, &config, 0, &[i])).collect();
         assert_eq!(admitted[..3], [Admission::Held; 3]);
@@ -282,16 +348,40 @@ mod tests {
     fn validation_names_the_bad_value_and_the_range() {
         let bad = |c: DelayConfig| c.validate().unwrap_err().to_string();
         assert_eq!(
-            bad(DelayConfig { delay_ns: MAX_DELAY_NS + 1, ..Default::default() }),
+            bad(DelayConfig {
+                delay_ns: MAX_DELAY_NS + 1,
+                ..Default::default()
+            }),
             "delay_ns 10000000001 is out of range (0..=10000000000)"
         );
         assert_eq!(
-            bad(DelayConfig { delay_ns: 1, jitter_ns: 2, reorder: 0.0 }),
+            bad(DelayConfig {
+                delay_ns: 1,
+                jitter_ns: 2,
+                reorder: 0.0
+            }),
             "jitter_ns 2 is out of range (0..=delay_ns, here 1)"
         );
-        assert_eq!(bad(DelayConfig { delay_ns: 1, jitter_ns: 0, reorder: 1.5 }), "reorder 1.5 is out of range (0..=1)");
-        assert!(bad(DelayConfig { reorder: 0.5, ..Default::default() }).starts_with("reorder 0.5 needs a delay_ns"));
-        assert!(DelayConfig { delay_ns: MS, jitter_ns: MS, reorder: 1.0 }.validate().is_ok());
+        assert_eq!(
+            bad(DelayConfig {
+                delay_ns: 1,
+                jitter_ns: 0,
+                reorder: 1.5
+            }),
+            "reorder 1.5 is out of range (0..=1)"
+        );
+        assert!(bad(DelayConfig {
+            reorder: 0.5,
+            ..Default::default()
+        })
+        .starts_with("reorder 0.5 needs a delay_ns"));
+        assert!(DelayConfig {
+            delay_ns: MS,
+            jitter_ns: MS,
+            reorder: 1.0
+        }
+        .validate()
+        .is_ok());
         assert!(!DelayConfig::default().is_active());
     }
 }

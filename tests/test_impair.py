@@ -1,0 +1,361 @@
+"""The path impairment element (frerlab.impair) measured from outside: frerlab's generator in a
+sender namespace, the element in a path namespace of its own, frerlab's receiver (and, for
+burst lengths, a tcpdump capture) in a receiver namespace. Each configured impairment must
+show up in what the receiver measures, within a bound computed from the model; and nothing
+may be left behind, also after a crash."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import os
+import signal
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import NEEDS_BPF, ROOT
+from frerlab.errors import UsageError
+from frerlab.impair import GilbertElliott, Impairment, PathImpairment, remove_leftovers
+from frerlab.impair.path import PIN_ROOT, STATE_ROOT
+from frerlab.pcap import read_pcap
+from frerlab.traffic.tools.base import wait_for_udp_port
+
+pytestmark = NEEDS_BPF
+
+CLI = [sys.executable, "-m", "frerlab.cli"]
+SENDER_IP, RECEIVER_IP, PORT = "198.18.0.1", "198.18.0.2", 5555
+_ids = itertools.count()
+
+
+def _ip(*args: str) -> str:
+    return subprocess.run(["ip", *args], check=True, capture_output=True, text=True).stdout
+
+
+class Harness:
+    """sender (198.18.0.1, s0) - path namespace (ends pa, pb) - receiver (198.18.0.2, r0);
+    names carry a per-run prefix; `close()` deletes the namespaces."""
+
+    def __init__(self) -> None:
+        self.prefix = f"fim{os.getpid()}x{next(_ids)}"
+        self.ns = {role: f"{self.prefix}-{role}" for role in ("snd", "path", "rcv")}
+
+    def __enter__(self) -> Harness:
+        try:
+            for name in self.ns.values():
+                _ip("netns", "add", name)
+                _ip("netns", "exec", name, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1")
+                _ip("netns", "exec", name, "sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1")
+                _ip("-n", name, "link", "set", "lo", "up")
+            for a_role, a_if, b_role, b_if in (("snd", "s0", "path", "pa"), ("path", "pb", "rcv", "r0")):
+                tmp_a, tmp_b = f"{self.prefix}a", f"{self.prefix}b"
+                _ip("link", "add", tmp_a, "netns", self.ns[a_role], "type", "veth", "peer", "name", tmp_b,
+                    "netns", self.ns[b_role])
+                _ip("-n", self.ns[a_role], "link", "set", tmp_a, "name", a_if, "up")
+                _ip("-n", self.ns[b_role], "link", "set", tmp_b, "name", b_if, "up")
+            _ip("-n", self.ns["snd"], "addr", "add", f"{SENDER_IP}/24", "dev", "s0")
+            _ip("-n", self.ns["rcv"], "addr", "add", f"{RECEIVER_IP}/24", "dev", "r0")
+            (r0,) = json.loads(_ip("-n", self.ns["rcv"], "-j", "link", "show", "dev", "r0"))
+            _ip("-n", self.ns["snd"], "neigh", "replace", RECEIVER_IP, "lladdr", r0["address"], "dev", "s0",
+                "nud", "permanent")
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for name in self.ns.values():
+            subprocess.run(["ip", "netns", "del", name], capture_output=True)
+
+    def exec(self, role: str, argv: list[str]) -> list[str]:
+        return ["ip", "netns", "exec", self.ns[role], *argv]
+
+    def element(self, name: str | None = None) -> PathImpairment:
+        return PathImpairment(self.ns["path"], "pa", "pb", name or f"{self.prefix}-imp")
+
+    def stream(self, count: int, fps: int, capture: bool = False) -> tuple[dict | None, list[int] | None]:
+        """Sends `count` probes at `fps` frames/s; returns the receiver's stream report (None
+        if nothing arrived) and, with `capture`, the data sequence numbers in the order the
+        receiver got them."""
+        # The receiver stops 0.5 s after the end-of-stream probe, or after this (time for the
+        # sender to start, then to send) when nothing arrives.
+        duration = count / fps + 3
+        timeout = duration + 20
+        with tempfile.TemporaryDirectory(prefix="frerlab-impair-") as tmp:
+            out, pcap = Path(tmp) / "recv.json", Path(tmp) / "cap.pcap"
+            procs: list[subprocess.Popen] = []
+            try:
+                if capture:
+                    dump = subprocess.Popen(self.exec("rcv", ["tcpdump", "-i", "r0", "-n", "-s", "80", "-B", "32768",
+                                                              "--immediate-mode", "-w", str(pcap), "udp"]),
+                                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                    procs.append(dump)
+                    assert "listening" in dump.stderr.readline()
+                recv = subprocess.Popen(self.exec("rcv", [*CLI, "gen", "recv", "--port", str(PORT), "--duration",
+                                                          str(duration), "--linger", "0.5", "--output", str(out)]),
+                                        stdout=subprocess.DEVNULL)
+                procs.append(recv)
+                wait_for_udp_port(self.exec("rcv", []), PORT)
+                send = subprocess.Popen(self.exec("snd", [*CLI, "gen", "send", "--dst", RECEIVER_IP, "--port",
+                                                          str(PORT), "--rate-fps", str(fps), "--count", str(count)]),
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                procs.append(send)
+                # exit 3: the sender fell behind its pacing but sent everything
+                assert send.wait(timeout=timeout) in (0, 3), send.stderr.read()
+                recv.wait(timeout=timeout)
+                seqs = None
+                if capture:
+                    time.sleep(0.2)
+                    dump.send_signal(signal.SIGINT)
+                    dump.wait(timeout=10)
+                    seqs = _data_seqs(pcap)
+                streams = json.loads(out.read_text())["streams"]
+                assert len(streams) <= 1, streams
+                report = streams[0] if streams else None
+            finally:
+                for proc in procs:
+                    if proc.poll() is None:
+                        proc.kill()
+                        proc.wait()
+        return report, seqs
+
+
+def _data_seqs(pcap: Path) -> list[int]:
+    """Sequence numbers of the data probes in a capture (Ethernet, IPv4 without options, UDP)."""
+    seqs = []
+    for _, frame in read_pcap(pcap):
+        payload = frame[14 + 20 + 8:]
+        if len(payload) >= 12 and payload[0] == 0xFB and payload[1] == 0x44:
+            seqs.append(struct.unpack_from(">Q", payload, 4)[0])
+    return seqs
+
+
+def _median_latency_ns(report: dict) -> int:
+    return dict((p, v) for p, v in report["latency_ns"]["percentiles"])[50.0]
+
+
+def _binomial_ci99(n: int, p: float) -> tuple[float, float]:
+    """The interval that holds the measured fraction of n Bernoulli(p) trials with 99 %
+    probability (normal approximation, z = 2.576)."""
+    half = 2.576 * math.sqrt(p * (1 - p) / n)
+    return p - half, p + half
+
+
+def _delay_line_pids(name: str) -> list[int]:
+    """Delay-line processes of element `name`, found with pgrep."""
+    found = subprocess.run(["pgrep", "-f", f"frerlab.impair.delayline {STATE_ROOT / name}$"],
+                           capture_output=True, text=True).stdout.split()
+    return [int(pid) for pid in found]
+
+
+def _leftovers(harness: Harness, name: str) -> list[str]:
+    """What of element `name` still exists: pins, state, processes, qdiscs, veths."""
+    found = []
+    if (PIN_ROOT / name).exists():
+        found.append(f"pins {PIN_ROOT / name}")
+    if (STATE_ROOT / name).exists():
+        found.append(f"state {STATE_ROOT / name}")
+    found += [f"process {pid}" for pid in _delay_line_pids(name)]
+    if Path("/run/netns", harness.ns["path"]).exists():
+        links = [link["ifname"] for link in json.loads(_ip("-n", harness.ns["path"], "-j", "link", "show"))]
+        found += [f"device {dev}" for dev in links if dev not in ("lo", "pa", "pb")]
+        for dev in ("pa", "pb"):
+            qdiscs = subprocess.run(["tc", "-n", harness.ns["path"], "qdisc", "show", "dev", dev],
+                                    capture_output=True, text=True, check=True).stdout
+            if "clsact" in qdiscs:
+                found.append(f"clsact on {dev}")
+    return found
+
+
+@pytest.fixture(scope="module")
+def path():
+    """One harness and one element for the measurement tests; every test starts clean."""
+    subprocess.run(["make", "-s", "-C", str(ROOT / "bpf")], check=True)
+    with Harness() as harness, harness.element() as element:
+        yield harness, element
+
+
+@pytest.fixture
+def clean(path):
+    harness, element = path
+    element.clear()
+    yield harness, element
+    element.clear()
+
+
+def _delta(after: dict, before: dict, key: str) -> int:
+    return after["forward"][key] - before["forward"][key]
+
+
+def test_bernoulli_loss_measures_within_its_99_percent_interval(clean):
+    harness, element = clean
+    element.set("forward", loss=0.05)
+    before = element.counters()
+    report, _ = harness.stream(20_000, 20_000)
+    after = element.counters()
+    assert report["expected"] == 20_000
+    low, high = _binomial_ci99(20_000, 0.05)
+    measured = report["lost"] / report["expected"]
+    assert low <= measured <= high, f"loss {measured:.4f} outside the 99 % interval {low:.4f}..{high:.4f}"
+    # Every loss is the element's, and only Bernoulli's (the element may also have dropped some
+    # of the sender's end-of-stream probes, the frames beyond the data frames).
+    probes = _delta(after, before, "frames_in") - 20_000
+    assert 0 <= _delta(after, before, "dropped_loss") - report["lost"] <= probes
+    assert _delta(after, before, "dropped_burst") == _delta(after, before, "dropped_down") == 0
+    assert report["duplicates"] == report["reordered"] == 0
+
+
+def test_gilbert_elliott_loss_rate_and_burst_length(clean):
+    harness, element = clean
+    ge = GilbertElliott(p_good_to_bad=0.01, p_bad_to_good=0.25, loss_good=0.0, loss_bad=1.0)
+    element.set("forward", gilbert_elliott=ge)
+    n = 40_000
+    report, seqs = harness.stream(n, 20_000, capture=True)
+    assert report["expected"] == n and len(seqs) == report["unique"], "the capture saw every frame"
+    # Loss rate: for a two-state chain the variance of the loss count over n frames is
+    # n * pi(1 - pi) * (1 + lam) / (1 - lam), lam = 1 - p_gb - p_bg; allow 4 standard deviations.
+    pi, lam = ge.stationary_loss(), 1 - ge.p_good_to_bad - ge.p_bad_to_good
+    sd = math.sqrt(pi * (1 - pi) * (1 + lam) / (1 - lam) / n)
+    measured = report["lost"] / n
+    assert abs(measured - pi) <= 4 * sd, f"loss {measured:.4f}, stationary {pi:.4f} +- {4 * sd:.4f}"
+    # Bursts: runs of consecutive missing numbers, geometric with mean 1 / p_bad_to_good.
+    received = set(seqs)
+    bursts, run = [], 0
+    for seq in range(n):
+        if seq in received:
+            if run:
+                bursts.append(run)
+            run = 0
+        else:
+            run += 1
+    if run:
+        bursts.append(run)
+    mean, expected_mean = statistics.mean(bursts), ge.mean_bad_run()
+    sd_mean = math.sqrt(1 - ge.p_bad_to_good) / ge.p_bad_to_good / math.sqrt(len(bursts))
+    assert abs(mean - expected_mean) <= 4 * sd_mean, f"mean burst {mean:.2f} over {len(bursts)} bursts"
+    assert max(bursts) >= 8, "bursts, not isolated losses"
+
+
+def test_delay_raises_the_median_latency(clean):
+    harness, element = clean
+    base, _ = harness.stream(2000, 2000)
+    element.set("forward", delay_ms=5)
+    delayed, _ = harness.stream(2000, 2000)
+    shift_ms = (_median_latency_ns(delayed) - _median_latency_ns(base)) / 1e6
+    assert 4.9 <= shift_ms <= 5.3, f"median latency rose by {shift_ms:.3f} ms (configured 5)"
+    assert delayed["lost"] == 0 and delayed["reordered"] == 0, "a constant delay keeps every frame, in order"
+    counters = element.counters()["forward"]
+    assert counters["delay_line"]["sent"] >= 2000 and counters["delay_line"]["held"] == 0
+
+
+def test_jitter_and_reorder_reorder_frames(clean):
+    harness, element = clean
+    element.set("forward", delay_ms=1, jitter_ms=1)
+    jittered, _ = harness.stream(5000, 20_000)
+    assert jittered["lost"] == 0 and jittered["reordered"] > 500, jittered["reordered"]
+    element.set("forward", delay_ms=2, jitter_ms=0, reorder=0.1)
+    before = element.counters()["forward"]["delay_line"]
+    reordered, _ = harness.stream(5000, 20_000)
+    early = element.counters()["forward"]["delay_line"]["early"] - before["early"]
+    assert reordered["lost"] == 0
+    low, high = _binomial_ci99(5000, 0.1)
+    assert low <= early / 5000 <= high, f"{early} of 5000 sent at once"
+    # A frame sent at once overtakes the ~40 frames still held (2 ms at 20k frames/s) and counts
+    # as reordered only if one of those was not overtaken by another early frame already.
+    assert reordered["reordered"] >= 0.5 * early, (reordered["reordered"], early)
+
+
+def test_duplication_makes_the_configured_fraction(clean):
+    harness, element = clean
+    element.set("forward", duplicate=0.1)
+    report, _ = harness.stream(20_000, 20_000)
+    low, high = _binomial_ci99(20_000, 0.1)
+    assert report["lost"] == 0
+    assert low <= report["duplicates"] / 20_000 <= high, report["duplicates"]
+
+
+def test_down_drops_everything_and_up_restores(clean):
+    harness, element = clean
+    element.set("both", down=True, loss=0.01)
+    down, _ = harness.stream(1000, 10_000)
+    assert down is None, "nothing arrives"
+    element.set("both", down=False)
+    element.set("both", loss=0.0)
+    up, _ = harness.stream(1000, 10_000)
+    assert up["expected"] == 1000 and up["lost"] == 0
+
+
+def test_down_works_through_the_delay_line(clean):
+    harness, element = clean
+    element.set("forward", delay_ms=1, down=True)
+    before = element.counters()["forward"]
+    report, _ = harness.stream(500, 10_000)
+    after = element.counters()["forward"]
+    assert report is None, "nothing arrives"
+    assert after["delay_line"]["received"] == before["delay_line"]["received"]
+    assert after["dropped_down"] - before["dropped_down"] >= 500
+
+
+def test_bad_values_are_rejected_naming_them():
+    element = PathImpairment("no-such-netns", "pa", "pb", "frerlab-test-bad-values")
+    cases = [
+        (dict(loss=1.5), "loss 1.5 is out of range (0..=1)"),
+        (dict(delay_ms=-1), "delay_ms -1 is out of range (0..=10000)"),
+        (dict(delay_ms=1, jitter_ms=3), "jitter_ms 3 is out of range (0..=delay_ms, here 1)"),
+        (dict(duplicate=-0.1), "duplicate -0.1 is out of range (0..=1)"),
+        (dict(reorder=0.2), "reorder 0.2 needs delay_ms above 0"),
+        (dict(gilbert_elliott={"p_good_to_bad": 0.1, "p_bad_to_good": 2}),
+         "gilbert_elliott.p_bad_to_good 2 is out of range (0..=1)"),
+        (dict(down="yes"), "down 'yes' is not valid (True or False)"),
+        (dict(latency=3), "impairment 'latency' is not known"),
+    ]
+    for changes, message in cases:
+        with pytest.raises(UsageError, match=message.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")):
+            element.set("both", **changes)
+    with pytest.raises(UsageError, match=r"direction 'sideways' is not valid \(forward, reverse or both\)"):
+        element.set("sideways", loss=0.1)
+    with pytest.raises(UsageError, match="does not exist"):
+        element.attach()
+    assert not (STATE_ROOT / element.name).exists()
+    assert Impairment(delay_ms=2, jitter_ms=2, reorder=1).delayed
+
+
+def test_nothing_is_left_after_close_or_after_a_crash():
+    with Harness() as harness:
+        name = f"{harness.prefix}-imp"
+        with harness.element(name) as element:
+            element.set("forward", delay_ms=1, loss=0.01)
+            assert _leftovers(harness, name), "the element exists while open"
+            reopened = PathImpairment.reopen(name)
+            assert reopened.settings["forward"].delay_ms == 1
+            reopened.release()
+        assert _leftovers(harness, name) == []
+        # A crash: the delay line killed, close() never called.
+        element = harness.element(name)
+        element.attach()
+        element.set("both", delay_ms=2)
+        (pid,) = _delay_line_pids(name)
+        os.kill(pid, signal.SIGKILL)
+        element.release()
+        assert _leftovers(harness, name)
+        with pytest.raises(UsageError, match="exists already"):
+            harness.element(name).attach()
+        remove_leftovers(name)
+        assert _leftovers(harness, name) == []
+        # Killed before the line was even reaped, with the namespace gone: still cleaned.
+        element = harness.element(name)
+        element.attach()
+        element.release()
+    remove_leftovers(name)
+    assert not (PIN_ROOT / name).exists() and not (STATE_ROOT / name).exists()
+    assert _delay_line_pids(name) == []
