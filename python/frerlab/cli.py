@@ -20,6 +20,7 @@ AREAS = [
     "frerlab.sim.cli",
     "frerlab.traffic.cli",
     "frerlab.dataplane.cli",
+    "frerlab.testbed.cli",
 ]
 
 EPILOG = """examples:

@@ -1,0 +1,319 @@
+"""The seeds' testbed in network namespaces: host `talker` (198.18.0.1) - switch `sw1` - paths
+`a` and `b` - switch `sw2` - host `listener` (198.18.0.2).
+
+Each path is a namespace of its own holding the impairment element (frerlab.impair), so it
+can be cut, made lossy, delayed, reordered or duplicated at run time. Every interface's egress
+is shaped with a token bucket (TBF) at the testbed's rate; switch ports and paths queue up to
+`queue_limit` bytes (tail drop: the variable the seeds blame for their numbers), hosts up to
+HOST_QUEUE bytes (a NIC's transmit queue). The switches and, by placement, the hosts run
+frerlab's eBPF data plane with the configurations of frerlab.testbed.plan. Static neighbour
+entries and IPv6 off, so no ARP or ND frames; offloads off on the hosts, so every frame the
+data plane sees is a wire frame.
+
+A testbed lives across commands (`frerlab testbed up`, then `impair`, `exec`, `status`,
+`down`): its state file is written before anything is created, so `down` also removes what a
+killed `up` left. `with Testbed(...) as tb:` brings one up and always takes it down.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from frerlab.dataplane import control
+from frerlab.dataplane.control import write_json_atomic
+from frerlab.errors import UsageError
+from frerlab.impair import PathImpairment
+from frerlab.impair import remove_leftovers as remove_path_leftovers
+from frerlab.netns import Namespaces, ip
+from frerlab.sim.units import rate_bps, size_bytes
+from frerlab.testbed import plan
+
+STATE_DIR = Path("/run/frerlab/testbed")
+HOSTS = ("talker", "sw1", "sw2", "listener")
+PATHS = ("a", "b")
+#: MTU of every link: a full 1500-byte IP packet plus its R-TAG (hosts still send 1500-byte
+#: packets: their route MTU is 1500).
+LINK_MTU, IP_MTU = 1506, 1500
+#: Transmit queue of a host interface, in bytes (about 1000 full-size frames).
+HOST_QUEUE = 1_500_000
+DEFAULT_NAME = "frerlab"
+DEFAULT_RATE = "100Mbps"
+DEFAULT_QUEUE_LIMIT = "64KiB"
+_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,19}$")
+
+
+@dataclass(frozen=True)
+class Link:
+    """A veth pair: (role, interface) at each end; each end's egress is shaped."""
+
+    a: tuple[str, str]
+    b: tuple[str, str]
+
+
+LINKS = (
+    Link(("talker", plan.HOST_PORT), ("sw1", plan.SWITCH_HOST_PORT)),
+    Link(("sw1", plan.PATH_PORTS["a"]), ("a", "in")),
+    Link(("a", "out"), ("sw2", plan.PATH_PORTS["a"])),
+    Link(("sw1", plan.PATH_PORTS["b"]), ("b", "in")),
+    Link(("b", "out"), ("sw2", plan.PATH_PORTS["b"])),
+    Link(("sw2", plan.SWITCH_HOST_PORT), ("listener", plan.HOST_PORT)),
+)
+ADDRESSES = {"talker": (plan.TALKER_IP, plan.TALKER_MAC), "listener": (plan.LISTENER_IP, plan.LISTENER_MAC)}
+
+
+@dataclass
+class Settings:
+    """What a testbed is built with (validated by `check`)."""
+
+    name: str = DEFAULT_NAME
+    mode: str = "frer"
+    rate: str = DEFAULT_RATE
+    queue_limit: str = DEFAULT_QUEUE_LIMIT
+    replicate_at: str = "sw1"
+    eliminate_at: str = "sw2"
+    history_length: int = 32
+    rate_bps: int = field(init=False, default=0)
+    queue_limit_bytes: int = field(init=False, default=0)
+
+    def check(self) -> None:
+        """Validates every field; UsageError naming the bad value and what would be valid."""
+        if not _NAME.match(self.name):
+            raise UsageError(f"testbed name {self.name!r} is not valid (1-20 of a-z, 0-9, '-', "
+                             "starting with a letter or digit)")
+        try:
+            self.rate_bps = rate_bps(self.rate)
+            self.queue_limit_bytes = size_bytes(self.queue_limit)
+            plan.node_configs(self.mode, self.replicate_at, self.eliminate_at,
+                              plan.Recovery(history_length=self.history_length))
+        except ValueError as err:
+            raise UsageError(str(err)) from None
+        if not 1_000_000 <= self.rate_bps <= 10_000_000_000:
+            raise UsageError(f"rate {self.rate} is out of range (1Mbps..10Gbps)")
+        if not 2 * LINK_MTU <= self.queue_limit_bytes <= 1 << 30:
+            raise UsageError(f"queue limit {self.queue_limit} is out of range "
+                             f"({2 * LINK_MTU} bytes..1GiB: at least two full frames)")
+
+
+def state_path(name: str) -> Path:
+    return STATE_DIR / f"{name}.json"
+
+
+def namespaces(name: str) -> Namespaces:
+    """The testbed's namespaces (existing or to be made): `tb-<name>-<role>`."""
+    return Namespaces(f"tb-{name}")
+
+
+def _dataplane_name(name: str, role: str) -> str:
+    return f"tb-{name}-{role}"
+
+
+def _path_name(name: str, path: str) -> str:
+    return f"tb-{name}-path-{path}"
+
+
+def running() -> list[str]:
+    """Names of the testbeds that are up (or left by a killed run)."""
+    return sorted(p.stem for p in STATE_DIR.glob("*.json")) if STATE_DIR.is_dir() else []
+
+
+def read_state(name: str) -> dict:
+    """The state of testbed `name`; UsageError naming the ones that are up otherwise."""
+    try:
+        return json.loads(state_path(name).read_text())
+    except FileNotFoundError:
+        raise UsageError(f"no testbed named {name!r} is up (up: {', '.join(running()) or 'none'}); "
+                         "`frerlab testbed up` makes one") from None
+
+
+def up(settings: Settings) -> dict:
+    """Builds the testbed; on any failure removes what it made and re-raises."""
+    settings.check()
+    control.probe(None)
+    name = settings.name
+    if state_path(name).exists():
+        raise UsageError(f"testbed {name!r} is up already; `frerlab testbed down --name {name}` first")
+    configs = plan.node_configs(settings.mode, settings.replicate_at, settings.eliminate_at,
+                                plan.Recovery(history_length=settings.history_length), prefix=f"tb-{name}")
+    net = namespaces(name)
+    state = {"name": name, "settings": {k: v for k, v in asdict(settings).items()},
+             "namespaces": {role: f"{net.prefix}-{role}" for role in (*HOSTS, *PATHS)},
+             "dataplanes": {role: cfg.name for role, cfg in configs.items()},
+             "paths": {p: _path_name(name, p) for p in PATHS}, "started": time.time()}
+    write_json_atomic(state_path(name), state)  # first: `down` can undo a crash half-way
+    try:
+        net.add(*HOSTS, *PATHS)
+        for link in LINKS:
+            net.link(*link.a, *link.b, mtu=LINK_MTU)
+        for role, (address, mac) in ADDRESSES.items():
+            _configure_host(net, role, address, mac)
+        for link in LINKS:
+            for role, ifname in (link.a, link.b):
+                _shape(net, role, ifname, settings)
+        for path in PATHS:
+            element = PathImpairment(net.ns[path], "in", "out", _path_name(name, path))
+            element.attach()
+            element.release()
+        for role, cfg in configs.items():
+            control.up(cfg, net.ns[role])
+    except BaseException:
+        down(name)
+        raise
+    return state
+
+
+def _configure_host(net: Namespaces, role: str, address: str, mac: str) -> None:
+    other = "listener" if role == "talker" else "talker"
+    other_ip, other_mac = ADDRESSES[other]
+    port = plan.HOST_PORT
+    net.run(role, "ip", "link", "set", port, "address", mac)
+    net.run(role, "ip", "addr", "add", f"{address}/24", "dev", port)
+    net.run(role, "ip", "route", "replace", "198.18.0.0/24", "dev", port, "src", address, "mtu", str(IP_MTU))
+    net.run(role, "ip", "neigh", "replace", other_ip, "lladdr", other_mac, "dev", port, "nud", "permanent")
+    # every frame the data plane sees is one wire frame, with its checksum complete
+    net.run(role, "ethtool", "-K", port, "tso", "off", "gso", "off", "gro", "off", "tx", "off")
+
+
+def _shape(net: Namespaces, role: str, ifname: str, settings: Settings) -> None:
+    limit = HOST_QUEUE if role in ADDRESSES else settings.queue_limit_bytes
+    burst = max(2 * LINK_MTU + 64, settings.rate_bps // 8 // 1000)  # at least 1 ms of traffic
+    net.run(role, "tc", "qdisc", "replace", "dev", ifname, "root", "tbf", "rate", f"{settings.rate_bps}bit",
+            "burst", str(burst), "limit", str(limit))
+
+
+def down(name: str) -> bool:
+    """Removes testbed `name` and everything it made; idempotent. Returns whether anything of
+    it was there."""
+    path = state_path(name)
+    state = json.loads(path.read_text()) if path.exists() else None
+    found = state is not None
+    for role in HOSTS:
+        found |= control.down(_dataplane_name(name, role))
+    for p in PATHS:
+        remove_path_leftovers(_path_name(name, p))
+    net = namespaces(name)
+    for role in (*HOSTS, *PATHS):
+        ns = f"{net.prefix}-{role}"
+        if Path("/run/netns", ns).exists():
+            found = True
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+    path.unlink(missing_ok=True)
+    if STATE_DIR.is_dir() and not any(STATE_DIR.iterdir()):
+        STATE_DIR.rmdir()
+    return found
+
+
+def prefix(name: str, host: str) -> list[str]:
+    """The command prefix that runs a command inside `host`'s namespace of testbed `name`."""
+    state = read_state(name)
+    if host not in state["namespaces"]:
+        raise UsageError(f"host {host!r} is not in the testbed ({', '.join(state['namespaces'])})")
+    return ["ip", "netns", "exec", state["namespaces"][host]]
+
+
+def exec_argv(name: str, host: str, argv: list[str]) -> list[str]:
+    """`argv` wrapped to run inside `host`'s namespace of testbed `name`."""
+    if not argv:
+        raise UsageError("no command given (frerlab testbed exec HOST -- CMD ...)")
+    return [*prefix(name, host), *argv]
+
+
+def impair(name: str, path: str, direction: str = "both", clear: bool = False, **changes) -> dict:
+    """Changes path `path`'s impairments at run time; returns its new description."""
+    read_state(name)
+    if path not in PATHS:
+        raise UsageError(f"path {path!r} is not valid ({' or '.join(PATHS)})")
+    element = PathImpairment.reopen(_path_name(name, path))
+    try:
+        if clear:
+            element.clear(direction)
+        if changes:
+            element.set(direction, **changes)
+        return element.describe()
+    finally:
+        element.release()
+
+
+def status(name: str) -> dict:
+    """Hosts, addresses, links (rates, queue limits, counters), path impairments (settings and
+    counters) and every data plane's counters, as one record."""
+    state = read_state(name)
+    settings = state["settings"]
+    ns = state["namespaces"]
+    hosts = [{"host": role, "netns": ns[role], "address": ADDRESSES.get(role, (None, None))[0],
+              "mac": ADDRESSES.get(role, (None, None))[1],
+              "dataplane": state["dataplanes"].get(role)} for role in (*HOSTS, *PATHS)]
+    links = []
+    for link in LINKS:
+        ends = []
+        for role, ifname in (link.a, link.b):
+            (info,) = json.loads(ip("-n", ns[role], "-j", "-s", "link", "show", "dev", ifname))
+            ends.append({"host": role, "interface": ifname, "up": "UP" in info["flags"],
+                         "queue_limit_bytes": HOST_QUEUE if role in ADDRESSES else settings["queue_limit_bytes"],
+                         "tx_packets": info["stats64"]["tx"]["packets"],
+                         "rx_packets": info["stats64"]["rx"]["packets"],
+                         "tx_dropped": info["stats64"]["tx"]["dropped"] + _qdisc_drops(ns[role], ifname)})
+        links.append({"rate_bps": settings["rate_bps"], "ends": ends})
+    paths = {}
+    for p, element_name in state["paths"].items():
+        element = PathImpairment.reopen(element_name)
+        try:
+            paths[p] = {**element.describe(), "counters": element.counters()}
+        finally:
+            element.release()
+    dataplanes = {role: status_dataplane(name, role) for role in state["dataplanes"]}
+    return {"name": name, "settings": settings, "hosts": hosts, "links": links, "paths": paths,
+            "dataplanes": dataplanes}
+
+
+def status_dataplane(name: str, role: str) -> dict:
+    """Every counter of the data plane of `role` (control.snapshot)."""
+    dataplanes = read_state(name)["dataplanes"]
+    if role not in dataplanes:
+        raise UsageError(f"{role!r} runs no data plane in testbed {name!r} ({', '.join(dataplanes)} do)")
+    return control.snapshot(dataplanes[role])
+
+
+def _qdisc_drops(netns: str, ifname: str) -> int:
+    qdiscs = json.loads(subprocess.run(["tc", "-n", netns, "-j", "-s", "qdisc", "show", "dev", ifname],
+                                       capture_output=True, text=True).stdout or "[]")
+    return sum(q.get("drops", 0) for q in qdiscs if q.get("kind") == "tbf")
+
+
+class Testbed:
+    """`with Testbed(mode="frer") as tb:` brings a testbed up and always takes it down."""
+
+    def __init__(self, **settings) -> None:
+        self.settings = Settings(**settings)
+        self.name = self.settings.name
+
+    def __enter__(self) -> Testbed:
+        up(self.settings)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        down(self.name)
+
+    def prefix(self, host: str) -> list[str]:
+        """The command prefix that runs a command in `host`'s namespace."""
+        return prefix(self.name, host)
+
+    def exec(self, host: str, argv: list[str]) -> list[str]:
+        """`argv` wrapped to run in `host`'s namespace."""
+        return exec_argv(self.name, host, argv)
+
+    def run(self, host: str, *argv: str, timeout: float = 60) -> subprocess.CompletedProcess:
+        """Runs a command in `host`'s namespace to completion (text output captured)."""
+        return subprocess.run(self.exec(host, list(argv)), capture_output=True, text=True, timeout=timeout)
+
+    def impair(self, path: str, direction: str = "both", clear: bool = False, **changes) -> dict:
+        """Changes a path's impairments (see frerlab.impair.PathImpairment.set)."""
+        return impair(self.name, path, direction, clear, **changes)
+
+    def status(self) -> dict:
+        """The testbed as one record (see `status`)."""
+        return status(self.name)
