@@ -6,11 +6,12 @@
    and the sequence recovery function (vector algorithm) passes the first copy of every number.
    Printed: what passed, what was eliminated, the clause-10 counters, and the check of the FRER
    promise: every frame that arrived on at least one path is delivered exactly once.
-2. The kernel (needs root, clang and bpftool; skipped with the reason otherwise): a real stream
-   through network namespaces, talker - sw1 - paths a and b - sw2 - listener, once with
-   frerlab's eBPF FRER data plane and once with the plain-redirect control group on path a
-   alone; path a is cut for a while mid-stream. Printed side by side: sent, received, lost,
-   duplicated at the listener (frerlab's receiver), and sw2's recovery counters.
+2. The kernel (needs root, clang and bpftool; skipped with the reason otherwise): the
+   fail-operational test (`frerlab failover`) on the emulated testbed (talker - sw1 - paths a
+   and b - sw2 - listener in namespaces), once with frerlab's eBPF FRER data plane and once as
+   the control group on path a alone: a stream, path a cut and restored, then path b. Printed
+   side by side per phase: sent, received, lost, duplicated at the listener (frerlab's
+   receiver), sw2's recovery counters, and both verdicts.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import os
 import random
 import shutil
 import time
+from pathlib import Path
 from dataclasses import dataclass
 
 from frerlab.errors import UsageError
@@ -125,47 +127,41 @@ def kernel_unavailable() -> str | None:
     return f"not installed: {', '.join(missing)}" if missing else None
 
 
-def run_failover(frames: int, rate_fps: int, cut_s: float) -> dict:
-    """The same stream through the FRER topology and the control group, path a cut for
-    `cut_s` seconds once a quarter of the frames arrived; the listener's counts for each."""
-    from frerlab.dataplane.twopath import TwoPath  # the kernel part only
+def run_failover(schedule, out_dir: Path) -> dict:
+    """The fail-over test on the emulated testbed, once with FRER and once as the control group;
+    each mode's result (frerlab.testbed.failover)."""
+    from frerlab.testbed import bed, failover  # the kernel part only
 
     result = {}
-    for mode in ("frer", "plain"):
-        with TwoPath(mode) as net:
-            def cut_path_a(net=net):
-                deadline = time.monotonic() + 30
-                while net.listener_rx_frames() < frames // 4 and time.monotonic() < deadline:
-                    time.sleep(0.005)
-                net.set_path("a", up=False)
-                time.sleep(cut_s)
-                net.set_path("a", up=True)
-
-            stream = net.stream(["--rate-fps", str(rate_fps), "--count", str(frames)], cut_path_a)
-            counters = net.sw2.recovery_counters(0) if net.sw2 else None
-        result[mode] = {"sent": stream["expected"], "received": stream["unique"],
-                        "lost": stream["lost"], "duplicated": stream["duplicates"],
-                        "sw2_recovery": counters}
+    for mode in ("frer", "control"):
+        name = f"demo{os.getpid() % 100000}{mode[0]}"
+        with bed.Testbed(name=name, mode=mode):
+            result[mode] = failover.run(name, schedule, out_dir / mode)
     return result
 
 
-def print_failover(result: dict, cut_s: float) -> None:
-    frer, plain = result["frer"], result["plain"]
-    print(f"\nKernel: one stream through namespaces, path a cut for {cut_s:.1f} s mid-stream\n")
-    print(f"{'':<12}{'FRER (eBPF, 2 paths)':>22}{'control (path a only)':>24}")
-    for key in ("sent", "received", "lost", "duplicated"):
-        print(f"{key:<12}{frer[key]:>22}{plain[key]:>24}")
-    rc = frer["sw2_recovery"]
-    print(f"\nsw2 sequence recovery: passed {rc['passed_packets']}, discarded "
-          f"{rc['discarded_packets']}, lost {rc['lost_packets']}, rogue {rc['rogue_packets']}")
-    ok = frer["lost"] == 0 and frer["duplicated"] == 0
-    print(("PASS: FRER lost nothing while path a was down"
-           if ok else "FAIL: FRER lost or duplicated frames") +
-          f"; the control group lost {plain['lost']}")
+def print_failover(result: dict) -> None:
+    """The two modes' phase tables side by side, and both verdicts."""
+    frer, control = result["frer"], result["control"]
+    print("\nKernel: the seeds' testbed in namespaces (talker - sw1 - paths a, b - sw2 - listener, "
+          "100 Mbit/s links),\none stream, path a cut and restored, then path b; frerlab's eBPF FRER "
+          "vs the control group (path a only)\n")
+    print(f"{'':<13}{'':>7}{'FRER':^26}{'control group':^26}")
+    print(f"{'phase':<13}{'sent':>7}" + f"{'received':>10}{'lost':>8}{'dup':>8}" * 2)
+    for p, q in zip(frer["phases"], control["phases"]):
+        print(f"{p['phase']:<13}{p['sent']:>7}{p['received']:>10}{p['lost']:>8}{p['duplicates']:>8}"
+              f"{q['received']:>10}{q['lost']:>8}{q['duplicates']:>8}")
+    print(f"{'total':<13}{frer['expected']:>7}{frer['received']:>10}{frer['lost']:>8}{frer['duplicates']:>8}"
+          f"{control['received']:>10}{control['lost']:>8}{control['duplicates']:>8}")
+    print("(a loss is counted in the interval where its gap is seen: the first frame after it)")
+    rc = frer["dataplane_recovery"]["sw2"]["1"]
+    print(f"\nsw2 sequence recovery: passed {rc['passed_packets']}, discarded {rc['discarded_packets']}, "
+          f"lost {rc['lost_packets']}, rogue {rc['rogue_packets']}")
+    print(f"FRER: {frer['verdict']}\ncontrol: {control['verdict']}")
 
 
 def handle(args: argparse.Namespace) -> int:
-    for name in ("frames", "kernel_frames"):
+    for name in ("frames", "kernel_rate_fps"):
         if getattr(args, name) < 1:
             raise UsageError(f"--{name.replace('_', '-')} {getattr(args, name)} is out of range (1 or more)")
     for name in ("loss_a", "loss_b"):
@@ -180,15 +176,21 @@ def handle(args: argparse.Namespace) -> int:
     ok = result["exactly_once"]
     unavailable = None if args.no_kernel else kernel_unavailable()
     if not args.no_kernel and unavailable is None:
-        result["kernel_failover"] = run_failover(args.kernel_frames, 10_000, 0.5)
-        failover = result["kernel_failover"]["frer"]
-        ok = ok and failover["lost"] == 0 and failover["duplicated"] == 0
+        from frerlab.testbed.failover import Schedule
+
+        schedule = Schedule(rate_fps=args.kernel_rate_fps, duration_s=args.kernel_duration,
+                            cut_a=(0.25 * args.kernel_duration, 0.5 * args.kernel_duration),
+                            cut_b=(0.625 * args.kernel_duration, 0.875 * args.kernel_duration))
+        schedule.check()
+        out_dir = args.output or Path("results") / time.strftime("demo-%Y%m%d-%H%M%S")
+        result["kernel_failover"] = run_failover(schedule, out_dir)
+        ok = ok and all(r["verdict_met"] for r in result["kernel_failover"].values())
     if args.json:
         print(json.dumps(result, indent=2))
     else:
         print_summary(result)
         if "kernel_failover" in result:
-            print_failover(result["kernel_failover"], 0.5)
+            print_failover(result["kernel_failover"])
         elif not args.no_kernel:
             print(f"\nKernel part skipped: {unavailable}")
     return 0 if ok else 1
@@ -206,8 +208,12 @@ def register(subparsers) -> None:
     parser.add_argument("--history-length", type=int, default=32,
                         help="frerSeqRcvyHistoryLength at the listener (2..1024, default 32)")
     parser.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
-    parser.add_argument("--kernel-frames", type=int, default=20_000,
-                        help="frames of the kernel fail-over stream, at 10 k frames/s (default 20000)")
+    parser.add_argument("--kernel-rate-fps", type=int, default=5000,
+                        help="frames/s of the kernel fail-over stream, 512-byte frames (default 5000)")
+    parser.add_argument("--kernel-duration", type=float, default=6.0,
+                        help="seconds of the kernel fail-over stream (default 6)")
+    parser.add_argument("--output", type=Path, help="where the kernel part's results go "
+                                                    "(default: a new directory under results/)")
     parser.add_argument("--no-kernel", action="store_true", help="skip the kernel part")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.set_defaults(func=handle)
