@@ -270,9 +270,9 @@ def test_jitter_and_reorder_reorder_frames(clean):
     assert reordered["lost"] == 0
     low, high = _binomial_ci99(5000, 0.1)
     assert low <= early / 5000 <= high, f"{early} of 5000 sent at once"
-    # A frame sent at once overtakes the ~40 frames still held (2 ms at 20k frames/s) and counts
-    # as reordered only if one of those was not overtaken by another early frame already.
-    assert reordered["reordered"] >= 0.5 * early, (reordered["reordered"], early)
+    # A frame sent at once overtakes the ~40 frames still held (2 ms at 20k frames/s), and
+    # RFC 4737 counts each of those, arriving below the highest number seen, as reordered.
+    assert reordered["reordered"] >= early, (reordered["reordered"], early)
 
 
 def test_duplication_makes_the_configured_fraction(clean):
@@ -330,6 +330,25 @@ def test_bad_values_are_rejected_naming_them():
     assert Impairment(delay_ms=2, jitter_ms=2, reorder=1).delayed
 
 
+def test_an_element_outlives_the_process_that_set_it_up():
+    with Harness() as harness:
+        name = f"{harness.prefix}-imp"
+        setup = (f"from frerlab.impair import PathImpairment\n"
+                 f"PathImpairment({harness.ns['path']!r}, 'pa', 'pb', {name!r}).attach()\n")
+        try:
+            subprocess.run([sys.executable, "-c", setup], check=True, timeout=30)
+            element = PathImpairment.reopen(name)
+            assert element.delay_line_running()
+            element.set("forward", delay_ms=3, jitter_ms=1)
+            other = PathImpairment.reopen(name)
+            assert other.settings["forward"].jitter_ms == 1
+            other.release()
+            element.close()
+            assert _leftovers(harness, name) == []
+        finally:
+            remove_leftovers(name)
+
+
 def test_nothing_is_left_after_close_or_after_a_crash():
     with Harness() as harness:
         name = f"{harness.prefix}-imp"
@@ -339,6 +358,10 @@ def test_nothing_is_left_after_close_or_after_a_crash():
             reopened = PathImpairment.reopen(name)
             assert reopened.settings["forward"].delay_ms == 1
             reopened.release()
+        assert _leftovers(harness, name) == []
+        # A failure half-way (the veth pair and the pins exist when the missing end is found).
+        with pytest.raises(Exception, match="nosuch"):
+            PathImpairment(harness.ns["path"], "pa", "nosuch", name).attach()
         assert _leftovers(harness, name) == []
         # A crash: the delay line killed, close() never called.
         element = harness.element(name)
