@@ -25,12 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Literal
 
-import yaml
-from pydantic import AfterValidator, AliasGenerator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, AliasGenerator, BaseModel, ConfigDict, Field, model_validator
 
 from frerlab.dataplane import layout
-from frerlab.errors import UsageError
-from frerlab.sim.scenario import describe_error
+from frerlab.yamlfile import read_mapping, validate
 
 #: The pseudo-port of `stream-forwarding` that hands a stream to this host (listener role).
 LOCAL = "local"
@@ -518,24 +516,14 @@ def _identity(ident: StreamIdentity, stream: int, mask: int, direction: int) -> 
                            ip_src=src.packed, ip_dst=dst.packed)
 
 
+SHAPE = "a data plane configuration is a mapping with ports, stream-identity, stream-forwarding, ..."
+
+
 def parse_config(data: object, source: str = "config") -> NodeConfig:
     """A validated NodeConfig from plain data; UsageError naming each bad field otherwise."""
-    if not isinstance(data, dict):
-        raise UsageError(f"{source}: a data plane configuration is a mapping with ports, "
-                         "stream-identity, stream-forwarding, ...")
-    try:
-        return NodeConfig.model_validate(data)
-    except ValidationError as err:
-        raise UsageError(describe_error(err, source)) from None
+    return validate(NodeConfig, data, source, SHAPE)
 
 
 def load_config(path: str | Path) -> NodeConfig:
     """Reads and validates a data plane configuration YAML file."""
-    path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise UsageError(f"configuration file {str(path)!r} does not exist") from None
-    except yaml.YAMLError as err:
-        raise UsageError(f"{path}: not valid YAML: {err}") from None
-    return parse_config(data, str(path))
+    return parse_config(read_mapping(path, "configuration", SHAPE), str(path))

@@ -13,10 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, ValidationError, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, model_validator
 
-from frerlab.errors import UsageError
+from frerlab.yamlfile import read_mapping, validate
 from frerlab.sim.units import rate_bps, size_bytes, time_ps
 
 Rate = Annotated[int, BeforeValidator(rate_bps)]
@@ -342,38 +341,17 @@ def _pattern(p: str | OnOff) -> dict[str, Any]:
     return {"kind": p}
 
 
-def describe_error(err: ValidationError, source: str) -> str:
-    """One line per problem, naming the field path and what is wrong."""
-    lines = []
-    for e in err.errors():
-        loc = ".".join(str(p) for p in e["loc"] if not str(p).startswith("function-"))
-        msg = e["msg"].removeprefix("Value error, ")
-        if e["type"] != "value_error" and isinstance(e.get("input"), (int, float, str)):
-            msg += f" (got {e['input']!r})"
-        lines.append(f"{source}: {loc}: {msg}" if loc else f"{source}: {msg}")
-    return "\n".join(lines)
+SHAPE = "a scenario is a mapping with name, duration, nodes, links, streams"
 
 
 def parse_scenario(data: dict[str, Any], source: str = "scenario") -> Scenario:
     """A validated Scenario from plain data; UsageError naming each bad field otherwise."""
-    try:
-        return Scenario.model_validate(data)
-    except ValidationError as err:
-        raise UsageError(describe_error(err, source)) from None
+    return validate(Scenario, data, source, SHAPE)
 
 
 def read_data(path: str | Path) -> dict[str, Any]:
     """The plain data of a scenario YAML file; UsageError when it is missing or malformed."""
-    path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise UsageError(f"scenario file {str(path)!r} does not exist") from None
-    except yaml.YAMLError as err:
-        raise UsageError(f"{path}: not valid YAML: {err}") from None
-    if not isinstance(data, dict):
-        raise UsageError(f"{path}: a scenario is a mapping with name, duration, nodes, links, streams")
-    return data
+    return read_mapping(path, "scenario", SHAPE)
 
 
 def load_scenario(path: str | Path) -> Scenario:
