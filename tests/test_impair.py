@@ -62,9 +62,11 @@ class Harness:
                 _ip("-n", self.ns[b_role], "link", "set", tmp_b, "name", b_if, "up")
             _ip("-n", self.ns["snd"], "addr", "add", f"{SENDER_IP}/24", "dev", "s0")
             _ip("-n", self.ns["rcv"], "addr", "add", f"{RECEIVER_IP}/24", "dev", "r0")
-            (r0,) = json.loads(_ip("-n", self.ns["rcv"], "-j", "link", "show", "dev", "r0"))
-            _ip("-n", self.ns["snd"], "neigh", "replace", RECEIVER_IP, "lladdr", r0["address"], "dev", "s0",
-                "nud", "permanent")
+            for here, dev, there, peer_dev, peer_ip in (("snd", "s0", "rcv", "r0", RECEIVER_IP),
+                                                        ("rcv", "r0", "snd", "s0", SENDER_IP)):
+                (peer,) = json.loads(_ip("-n", self.ns[there], "-j", "link", "show", "dev", peer_dev))
+                _ip("-n", self.ns[here], "neigh", "replace", peer_ip, "lladdr", peer["address"], "dev", dev,
+                    "nud", "permanent")
         except BaseException:
             self.close()
             raise
@@ -83,10 +85,13 @@ class Harness:
     def element(self, name: str | None = None) -> PathImpairment:
         return PathImpairment(self.ns["path"], "pa", "pb", name or f"{self.prefix}-imp")
 
-    def stream(self, count: int, fps: int, capture: bool = False) -> tuple[dict | None, list[int] | None]:
-        """Sends `count` probes at `fps` frames/s; returns the receiver's stream report (None
-        if nothing arrived) and, with `capture`, the data sequence numbers in the order the
-        receiver got them."""
+    def stream(self, count: int, fps: int, capture: bool = False,
+               reverse: bool = False) -> tuple[dict | None, list[int] | None]:
+        """Sends `count` probes at `fps` frames/s from sender to receiver (`reverse`: the other
+        way); returns the receiving side's stream report (None if nothing arrived) and, with
+        `capture`, the data sequence numbers in the order the receiver got them."""
+        src, dst, dst_ip, dst_dev = ("rcv", "snd", SENDER_IP, "s0") if reverse else \
+            ("snd", "rcv", RECEIVER_IP, "r0")
         # The receiver stops 0.5 s after the end-of-stream probe, or after this (time for the
         # sender to start, then to send) when nothing arrives.
         duration = count / fps + 3
@@ -96,17 +101,17 @@ class Harness:
             procs: list[subprocess.Popen] = []
             try:
                 if capture:
-                    dump = subprocess.Popen(self.exec("rcv", ["tcpdump", "-i", "r0", "-n", "-s", "80", "-B", "32768",
+                    dump = subprocess.Popen(self.exec(dst, ["tcpdump", "-i", dst_dev, "-n", "-s", "80", "-B", "32768",
                                                               "--immediate-mode", "-w", str(pcap), "udp"]),
                                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
                     procs.append(dump)
                     assert "listening" in dump.stderr.readline()
-                recv = subprocess.Popen(self.exec("rcv", [*CLI, "gen", "recv", "--port", str(PORT), "--duration",
+                recv = subprocess.Popen(self.exec(dst, [*CLI, "gen", "recv", "--port", str(PORT), "--duration",
                                                           str(duration), "--linger", "0.5", "--output", str(out)]),
                                         stdout=subprocess.DEVNULL)
                 procs.append(recv)
-                wait_for_udp_port(self.exec("rcv", []), PORT)
-                send = subprocess.Popen(self.exec("snd", [*CLI, "gen", "send", "--dst", RECEIVER_IP, "--port",
+                wait_for_udp_port(self.exec(dst, []), PORT)
+                send = subprocess.Popen(self.exec(src, [*CLI, "gen", "send", "--dst", dst_ip, "--port",
                                                           str(PORT), "--rate-fps", str(fps), "--count", str(count)]),
                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
                 procs.append(send)
@@ -256,6 +261,19 @@ def test_delay_raises_the_median_latency(clean):
     assert delayed["lost"] == 0 and delayed["reordered"] == 0, "a constant delay keeps every frame, in order"
     counters = element.counters()["forward"]
     assert counters["delay_line"]["sent"] >= 2000 and counters["delay_line"]["held"] == 0
+
+
+def test_directions_are_independent(clean):
+    harness, element = clean
+    element.set("reverse", delay_ms=2)
+    element.set("forward", down=True)
+    before = element.counters()
+    back, _ = harness.stream(1000, 10_000, reverse=True)
+    after = element.counters()
+    assert back["lost"] == 0 and back["latency_ns"]["min"] >= 2_000_000, back["latency_ns"]
+    sent = {d: after[d]["delay_line"]["sent"] - before[d]["delay_line"]["sent"] for d in ("forward", "reverse")}
+    assert sent["reverse"] >= 1000 and sent["forward"] == 0, sent
+    assert element.describe()["settings"]["reverse"]["delay_ms"] == 2
 
 
 def test_jitter_and_reorder_reorder_frames(clean):
