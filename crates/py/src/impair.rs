@@ -16,7 +16,8 @@ fn to_py(err: io::Error) -> PyErr {
 /// process's network namespace until SIGTERM or SIGINT.
 #[pyfunction]
 fn impair_delay_line(py: Python<'_>, spec_json: &str) -> PyResult<()> {
-    py.detach(|| frerlab_impair::line::run_json(spec_json)).map_err(to_py)
+    py.detach(|| frerlab_impair::line::run_json(spec_json))
+        .map_err(to_py)
 }
 
 /// Adds this area's functions to the extension module.

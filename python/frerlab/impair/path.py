@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from frerlab.dataplane import bpfsys
-from frerlab.dataplane.node import attach_ingress, detach, ifindex
+from frerlab.dataplane.node import attach_ingress, detach, ifindex, possible_cpus
 from frerlab.errors import UsageError
 
 OBJECT = Path(__file__).resolve().parents[3] / "bpf" / "build" / "impair.o"
@@ -192,11 +192,6 @@ def _read_json(path: Path) -> dict | None:
         return json.loads(path.read_text())
     except (FileNotFoundError, json.JSONDecodeError):
         return None
-
-
-def _possible_cpus() -> int:
-    text = Path("/sys/devices/system/cpu/possible").read_text().strip()
-    return sum(int(r.split("-")[-1]) - int(r.split("-")[0]) + 1 for r in text.split(","))
 
 
 def _delay_line_pids(state_dir: Path) -> list[int]:
@@ -362,7 +357,7 @@ class PathImpairment:
         maps = self.pin_dir / "maps"
         self.maps = {
             "impair_config": bpfsys.Map(maps / "impair_config", 4, _CONFIG.size),
-            "impair_stats": bpfsys.Map(maps / "impair_stats", 4, _STATS.size * _possible_cpus()),
+            "impair_stats": bpfsys.Map(maps / "impair_stats", 4, _STATS.size * possible_cpus()),
             "impair_chain": bpfsys.Map(maps / "impair_chain", 4, _CHAIN_SIZE),
         }
 
