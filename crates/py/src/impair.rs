@@ -13,7 +13,7 @@ fn to_py(err: io::Error) -> PyErr {
 }
 
 /// Runs the delay line described by `spec_json` (`frerlab_impair::line::LineSpec`) in this
-/// process's network namespace until SIGTERM or SIGINT.
+/// process's network namespace until a `stop` request on its control socket.
 #[pyfunction]
 fn impair_delay_line(py: Python<'_>, spec_json: &str) -> PyResult<()> {
     py.detach(|| frerlab_impair::line::run_json(spec_json))
