@@ -12,8 +12,9 @@ an order rotating from round to round, so machine noise hits all modes alike.
 - throughput: `frerlab gen send --max-rate` for --seconds; unique frames/s at the listener.
 - program cost: run_time_ns / run_cnt of the programs each switch runs, read through
   bpf(2) around each throughput stream (BPF_ENABLE_STATS, on only while this runs).
-- latency: one-way p50 at --latency-rate for --latency-seconds; per round, frer minus each
-  baseline. Reported: median over rounds, with the smallest and largest.
+- latency: one-way p50 at --latency-rate for --latency-seconds, the three modes' streams at
+  the same time (light load, so each sees the machine as the others do); per round, frer
+  minus each baseline. Reported: median over rounds, with the smallest and largest.
 
     .venv/bin/python benches/dataplane_pps.py [--rounds 5] [--seconds 3] [--json FILE]
 """
@@ -26,6 +27,7 @@ import os
 import signal
 import statistics
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -76,9 +78,11 @@ def measure(args: argparse.Namespace) -> list[dict]:
                                 "bpf": {role: {"run_time_ns": after[role][0] - before[role][0],
                                                "run_cnt": after[role][1] - before[role][1]} for role in ROLES}})
             for size in SIZES:
-                for mode in order:
-                    stream = nets[mode].stream(["--frame-size", str(size), "--rate-fps", args.latency_rate,
-                                                "--duration", str(args.latency_seconds)])
+                send = ["--frame-size", str(size), "--rate-fps", args.latency_rate,
+                        "--duration", str(args.latency_seconds)]
+                with ThreadPoolExecutor(len(MODES)) as pool:
+                    streams = dict(zip(MODES, pool.map(lambda mode: nets[mode].stream(send), MODES)))
+                for mode, stream in streams.items():
                     raw.append({"round": round_no, "load1": load, "kind": "latency", "mode": mode, "size": size,
                                 "p50_ns": dict(stream["latency_ns"]["percentiles"])[50.0], "stream": stream})
             print(f"round {round_no + 1}/{args.rounds} done (order {', '.join(order)}, load {load:.2f})",
