@@ -214,3 +214,16 @@ def test_iperf3_udp_loses_nothing_while_path_a_is_cut_in_frer_mode(frer_bed):
         f"iperf3 saw {udp.lost} of {udp.sent} lost, {starved} of them by its own receiving socket"
     (rcvy,) = frer_bed.status()["dataplanes"]["sw2"]["streams"][0]["recovery"]
     assert rcvy["lost_packets"] == 0
+
+
+def test_frer_stream_crosses_a_delayed_path_b_while_path_a_is_down(frer_bed, tmp_path):
+    """The copies carry their path's VLAN in the skb's metadata: the delay line must keep it."""
+    frer_bed.impair("a", down=True)
+    frer_bed.impair("b", delay_ms=5)
+    try:
+        stream = _stream(frer_bed, tmp_path, 2000)
+    finally:
+        frer_bed.impair("a", clear=True)
+        frer_bed.impair("b", clear=True)
+    assert (stream["expected"], stream["unique"], stream["lost"]) == (2000, 2000, 0)
+    assert 4.8e6 <= median_ns(stream) <= 6e6
