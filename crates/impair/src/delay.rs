@@ -149,13 +149,27 @@ impl DelayQueue {
         arrival_ns: u64,
         frame: &[u8],
     ) -> Admission {
+        self.admit_with(direction, config, arrival_ns, |copy| {
+            copy.extend_from_slice(frame)
+        })
+    }
+
+    /// [`DelayQueue::admit`] for a frame that `write` appends to an empty buffer (so the frame
+    /// may be rewritten on the way in without a copy of its own).
+    pub fn admit_with(
+        &mut self,
+        direction: usize,
+        config: &DelayConfig,
+        arrival_ns: u64,
+        write: impl FnOnce(&mut Vec<u8>),
+    ) -> Admission {
         if self.heap.len() >= self.limit {
             return Admission::Overflow;
         }
         let delay = config.sample_ns(&mut self.rng);
         let mut copy = self.spare.pop().unwrap_or_default();
         copy.clear();
-        copy.extend_from_slice(frame);
+        write(&mut copy);
         self.heap.push(Held {
             due_ns: arrival_ns + delay,
             order: self.arrivals,

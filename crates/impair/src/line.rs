@@ -8,6 +8,10 @@
 //! UDP/TCP checksum the sender left to offload (CHECKSUM_PARTIAL, usual on veth) gets it
 //! completed on the way out, and a GSO packet leaves as the same GSO packet.
 //!
+//! Each frame leaves with the VLAN tag it arrived with: the input socket reports a tag kept in
+//! the skb's metadata (`PACKET_AUXDATA`), and the line writes it back into the frame's bytes
+//! before holding it ([`crate::tag`]). Tags already in the bytes stay as they are.
+//!
 //! Time is CLOCK_REALTIME in ns, the clock of the kernel's receive timestamps, so a frame's
 //! delay counts from its arrival in the path namespace, not from when this process read it.
 //! One thread sleeps in `ppoll` until the next due time, the next frame or the next request,
@@ -20,6 +24,8 @@
 //! device disappears (its namespace was deleted).
 
 use crate::delay::{Admission, DelayConfig, DelayQueue};
+use crate::receive::{enable_auxdata, InputBatch};
+use crate::tag::put_tagged;
 use frerlab_traffic::sys;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -105,6 +111,8 @@ pub struct DirectionCounters {
     pub send_errors: u64,
     /// Frames the input socket dropped before they were read (the line's own overload).
     pub socket_drops: u64,
+    /// Frames whose VLAN tag came in the skb's metadata and was written back into the bytes.
+    pub tagged: u64,
     /// Frames held now.
     pub held: u64,
 }
@@ -157,8 +165,8 @@ fn set_nonblocking(fd: &OwnedFd) -> io::Result<()> {
 }
 
 /// An AF_PACKET socket receiving every frame that arrives at device `index` (not the ones it
-/// sends), each behind its virtio-net header, non-blocking, with receive timestamps and drop
-/// counts.
+/// sends), each behind its virtio-net header, non-blocking, with receive timestamps, drop
+/// counts and VLAN metadata.
 fn input_socket(name: &str, index: i32) -> io::Result<OwnedFd> {
     let protocol = (libc::ETH_P_ALL as u16).to_be();
     // SAFETY: plain syscall; the descriptor is owned by the OwnedFd.
@@ -203,6 +211,7 @@ fn input_socket(name: &str, index: i32) -> io::Result<OwnedFd> {
         &format!("cannot bind an AF_PACKET socket to {name:?}"),
     )?;
     sys::enable_vnet_header(&fd)?;
+    enable_auxdata(&fd)?;
     sys::set_buffers(&fd, SOCKET_BUFFER);
     sys::prepare_receive(&fd, Duration::from_secs(1))?;
     set_nonblocking(&fd)?;
@@ -323,7 +332,7 @@ impl Line {
     }
 
     /// Reads what is queued on direction `dir`'s input (one batch).
-    fn receive(&mut self, dir: usize, batch: &mut sys::RecvBatch) -> io::Result<()> {
+    fn receive(&mut self, dir: usize, batch: &mut InputBatch) -> io::Result<()> {
         let d = &mut self.directions[dir];
         let n = batch.receive(&d.input).map_err(|e| {
             io::Error::new(
@@ -339,7 +348,13 @@ impl Line {
             }
             d.counters.received += 1;
             let arrival = meta.time_ns.map_or(now, |t| t.min(now));
-            match self.queue.admit(dir, &d.config, arrival, frame) {
+            let admission = self.queue.admit_with(dir, &d.config, arrival, |copy| {
+                put_tagged(frame, meta.tag, copy)
+            });
+            if admission != Admission::Overflow && meta.tag.is_some() {
+                d.counters.tagged += 1;
+            }
+            match admission {
                 Admission::Held => d.counters.held += 1,
                 Admission::Early => {
                     d.counters.held += 1;
@@ -412,7 +427,7 @@ pub fn run(spec: &LineSpec) -> io::Result<()> {
         )
     })?;
     control.set_nonblocking(true)?;
-    let mut batch = sys::RecvBatch::new(FRAME_CAPACITY);
+    let mut batch = InputBatch::new(FRAME_CAPACITY);
     loop {
         line.release();
         let timeout = line

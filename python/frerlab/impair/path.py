@@ -503,7 +503,7 @@ class PathImpairment:
         """Per direction: the kernel's 64-bit counters (frames_in, forwarded, delayed,
         dropped_down, dropped_loss, dropped_burst, duplicated, redirect_errors) summed over
         CPUs, and under "delay_line" the delay line's (received, sent, early, overflow,
-        send_errors, socket_drops, held; empty if the line is down)."""
+        send_errors, socket_drops, held, tagged; empty if the line is down)."""
         try:
             status = _request(self.state_dir, "status")
         except DelayLineDown:
