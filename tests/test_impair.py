@@ -25,6 +25,7 @@ from conftest import NEEDS_BPF, ROOT
 from frerlab.errors import UsageError
 from frerlab.impair import GilbertElliott, Impairment, PathImpairment, remove_leftovers
 from frerlab.impair.path import PIN_ROOT, STATE_ROOT
+from frerlab.netns import Namespaces, ip
 from frerlab.pcap import read_pcap
 from frerlab.traffic.tools.base import wait_for_udp_port
 
@@ -35,52 +36,30 @@ SENDER_IP, RECEIVER_IP, PORT = "198.18.0.1", "198.18.0.2", 5555
 _ids = itertools.count()
 
 
-def _ip(*args: str) -> str:
-    return subprocess.run(["ip", *args], check=True, capture_output=True, text=True).stdout
-
-
-class Harness:
+class Harness(Namespaces):
     """sender (198.18.0.1, s0) - path namespace (ends pa, pb) - receiver (198.18.0.2, r0);
     names carry a per-run prefix; `close()` deletes the namespaces."""
 
     def __init__(self) -> None:
-        self.prefix = f"fim{os.getpid()}x{next(_ids)}"
-        self.ns = {role: f"{self.prefix}-{role}" for role in ("snd", "path", "rcv")}
+        super().__init__(f"fim{os.getpid()}x{next(_ids)}")
 
     def __enter__(self) -> Harness:
         try:
-            for name in self.ns.values():
-                _ip("netns", "add", name)
-                _ip("netns", "exec", name, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1")
-                _ip("netns", "exec", name, "sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1")
-                _ip("-n", name, "link", "set", "lo", "up")
-            for a_role, a_if, b_role, b_if in (("snd", "s0", "path", "pa"), ("path", "pb", "rcv", "r0")):
-                tmp_a, tmp_b = f"{self.prefix}a", f"{self.prefix}b"
-                _ip("link", "add", tmp_a, "netns", self.ns[a_role], "type", "veth", "peer", "name", tmp_b,
-                    "netns", self.ns[b_role])
-                _ip("-n", self.ns[a_role], "link", "set", tmp_a, "name", a_if, "up")
-                _ip("-n", self.ns[b_role], "link", "set", tmp_b, "name", b_if, "up")
-            _ip("-n", self.ns["snd"], "addr", "add", f"{SENDER_IP}/24", "dev", "s0")
-            _ip("-n", self.ns["rcv"], "addr", "add", f"{RECEIVER_IP}/24", "dev", "r0")
-            for here, dev, there, peer_dev, peer_ip in (("snd", "s0", "rcv", "r0", RECEIVER_IP),
-                                                        ("rcv", "r0", "snd", "s0", SENDER_IP)):
-                (peer,) = json.loads(_ip("-n", self.ns[there], "-j", "link", "show", "dev", peer_dev))
-                _ip("-n", self.ns[here], "neigh", "replace", peer_ip, "lladdr", peer["address"], "dev", dev,
-                    "nud", "permanent")
+            self.add("snd", "path", "rcv")
+            self.link("snd", "s0", "path", "pa")
+            self.link("path", "pb", "rcv", "r0")
+            self.run("snd", "ip", "addr", "add", f"{SENDER_IP}/24", "dev", "s0")
+            self.run("rcv", "ip", "addr", "add", f"{RECEIVER_IP}/24", "dev", "r0")
+            self.neighbour("snd", "s0", RECEIVER_IP, self.mac("rcv", "r0"))
+            self.neighbour("rcv", "r0", SENDER_IP, self.mac("snd", "s0"))
         except BaseException:
             self.close()
             raise
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        for name in self.ns.values():
-            subprocess.run(["ip", "netns", "del", name], capture_output=True)
-
-    def exec(self, role: str, argv: list[str]) -> list[str]:
-        return ["ip", "netns", "exec", self.ns[role], *argv]
+    def neighbour(self, role: str, dev: str, peer_ip: str, mac: str) -> None:
+        """A permanent neighbour entry, so no ARP crosses the element."""
+        self.run(role, "ip", "neigh", "replace", peer_ip, "lladdr", mac, "dev", dev, "nud", "permanent")
 
     def element(self, name: str | None = None) -> PathImpairment:
         return PathImpairment(self.ns["path"], "pa", "pb", name or f"{self.prefix}-imp")
@@ -172,7 +151,7 @@ def _leftovers(harness: Harness, name: str) -> list[str]:
         found.append(f"state {STATE_ROOT / name}")
     found += [f"process {pid}" for pid in _delay_line_pids(name)]
     if Path("/run/netns", harness.ns["path"]).exists():
-        links = [link["ifname"] for link in json.loads(_ip("-n", harness.ns["path"], "-j", "link", "show"))]
+        links = [link["ifname"] for link in json.loads(ip("-n", harness.ns["path"], "-j", "link", "show"))]
         found += [f"device {dev}" for dev in links if dev not in ("lo", "pa", "pb")]
         for dev in ("pa", "pb"):
             qdiscs = subprocess.run(["tc", "-n", harness.ns["path"], "qdisc", "show", "dev", dev],
@@ -261,6 +240,82 @@ def test_delay_raises_the_median_latency(clean):
     assert delayed["lost"] == 0 and delayed["reordered"] == 0, "a constant delay keeps every frame, in order"
     counters = element.counters()["forward"]
     assert counters["delay_line"]["sent"] >= 2000 and counters["delay_line"]["held"] == 0
+
+
+# Sends the frames given in hex on stdin out of device argv[1], one every 0.5 ms.
+_SEND_RAW = """
+import socket, sys, time
+sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+sock.bind((sys.argv[1], 0))
+for frame in sys.stdin.read().split():
+    sock.send(bytes.fromhex(frame))
+    time.sleep(0.0005)
+"""
+
+# Prints "ready", then the frames holding marker argv[3] that device argv[1] receives (up to
+# argv[2] of them, or what came in 10 s) as a JSON list of hex strings, each frame with the VLAN
+# tag the kernel reported in PACKET_AUXDATA put back after the MAC addresses.
+_RECEIVE_RAW = """
+import json, socket, struct, sys, time
+SOL_PACKET, PACKET_AUXDATA, VLAN_VALID, VLAN_TPID_VALID = 263, 8, 1 << 4, 1 << 6
+dev, count, marker = sys.argv[1], int(sys.argv[2]), bytes.fromhex(sys.argv[3])
+sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
+sock.bind((dev, 0))
+sock.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
+sock.settimeout(0.2)
+print("ready", flush=True)
+frames, deadline = [], time.monotonic() + 10
+while len(frames) < count and time.monotonic() < deadline:
+    try:
+        frame, ancillary, _, _ = sock.recvmsg(65536, 256)
+    except TimeoutError:
+        continue
+    if marker not in frame:
+        continue
+    for level, kind, data in ancillary:
+        if (level, kind) == (SOL_PACKET, PACKET_AUXDATA):
+            status, _, _, _, _, tci, tpid = struct.unpack_from("IIIHHHH", data)
+            if status & VLAN_VALID:
+                tpid = tpid if status & VLAN_TPID_VALID else 0x8100
+                frame = frame[:12] + struct.pack(">HH", tpid, tci) + frame[12:]
+    frames.append(frame.hex())
+print(json.dumps(frames), flush=True)
+"""
+
+
+def test_delayed_frames_keep_their_vlan_tags(clean):
+    """Frames sent untagged, with an 802.1Q tag (PCP 5, VLAN 20), and with an 802.1ad + 802.1Q
+    stack (20, then PCP 3, VLAN 10), through a delayed direction. On a veth the kernel moves
+    the outer tag of each frame it receives from the bytes into the skb's metadata, where
+    AF_PACKET reports it only as ancillary data, as it does for the FRER data plane's pushed
+    tags; an inner tag stays in the bytes. Each frame must arrive exactly as it was sent."""
+    harness, element = clean
+    marker = b"frerlab-impair-vlan"
+    stacks = [b"", struct.pack(">HH", 0x8100, 5 << 13 | 20),
+              struct.pack(">HHHH", 0x88A8, 20, 0x8100, 3 << 13 | 10)]
+    macs = bytes.fromhex((harness.mac("rcv", "r0") + harness.mac("snd", "s0")).replace(":", ""))
+    frames = [macs + stacks[i % 3] + struct.pack(">H", 0x88B5) + (marker + struct.pack(">I", i)).ljust(46, b"\0")
+              for i in range(300)]
+    element.set("forward", delay_ms=2)
+    before = element.counters()["forward"]["delay_line"]
+    recv = subprocess.Popen(harness.exec("rcv", [sys.executable, "-c", _RECEIVE_RAW, "r0", str(len(frames)),
+                                                 marker.hex()]), stdout=subprocess.PIPE, text=True)
+    try:
+        assert recv.stdout.readline() == "ready\n"
+        subprocess.run(harness.exec("snd", [sys.executable, "-c", _SEND_RAW, "s0"]),
+                       input=" ".join(frame.hex() for frame in frames), text=True, check=True, timeout=30)
+        out, _ = recv.communicate(timeout=30)
+    finally:
+        if recv.poll() is None:
+            recv.kill()
+            recv.wait()
+    after = element.counters()["forward"]["delay_line"]
+    received = [bytes.fromhex(frame) for frame in json.loads(out)]
+    assert len(received) == len(frames), f"{len(received)} of {len(frames)} frames arrived"
+    changed = [(sent.hex(), got.hex()) for sent, got in zip(frames, received) if sent != got]
+    assert not changed, f"{len(changed)} frames changed, the first (sent, received): {changed[0]}"
+    counted = {key: after[key] - before[key] for key in ("received", "sent", "tagged")}
+    assert counted == {"received": 300, "sent": 300, "tagged": 200}, "through the delay line, 2 of 3 tagged"
 
 
 def test_directions_are_independent(clean):
