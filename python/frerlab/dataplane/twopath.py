@@ -15,15 +15,14 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import subprocess
-import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 from frerlab.dataplane import bpfsys, layout
 from frerlab.dataplane.node import Node, attach_ingress, detach, ifindex
-from frerlab.traffic.tools.base import wait_for_udp_port
+from frerlab.netns import Namespaces, ip
+from frerlab.traffic.across import stream_across
 
 REDIRECT_OBJECT = Path(__file__).resolve().parents[3] / "bpf" / "build" / "redirect.o"
 # veths: (namespace role, interface, namespace role, interface)
@@ -33,13 +32,7 @@ LISTENER_IP = "198.18.0.2"
 #: MTU of the path links: room for an R-TAG (6 bytes) on a full-size frame.
 PATH_MTU = 1506
 _ids = itertools.count()
-CLI = [sys.executable, "-m", "frerlab.cli"]
-PORT = "5555"
 MODES = ("frer", "plain", "plain-dual")
-
-
-def _ip(*args: str) -> str:
-    return subprocess.run(["ip", *args], check=True, capture_output=True, text=True).stdout
 
 
 class TwoPath:
@@ -49,8 +42,8 @@ class TwoPath:
         if mode not in MODES:
             raise ValueError(f"mode {mode!r} is not valid ({', '.join(MODES)})")
         self.mode, self.history_length = mode, history_length
-        self.prefix = f"frd{os.getpid()}x{next(_ids)}"
-        self.ns = {role: f"{self.prefix}-{role}" for role in ("tal", "sw1", "sw2", "lis")}
+        self.net = Namespaces(f"frd{os.getpid()}x{next(_ids)}")
+        self.prefix, self.ns = self.net.prefix, self.net.ns
         self.sw1: Node | None = None
         self.sw2: Node | None = None
         #: the programs each switch runs, pinned (role: paths), for their run-time statistics
@@ -70,22 +63,14 @@ class TwoPath:
         self.close()
 
     def _build(self) -> None:
-        for name in self.ns.values():
-            _ip("netns", "add", name)
-            _ip("netns", "exec", name, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1")
-            _ip("-n", name, "link", "set", "lo", "up")
+        self.net.add("tal", "sw1", "sw2", "lis")
         for a_ns, a_if, b_ns, b_if in LINKS:
-            _ip("link", "add", f"{self.prefix}a", "netns", self.ns[a_ns], "type", "veth", "peer",
-                "name", f"{self.prefix}b", "netns", self.ns[b_ns])
             # Paths carry R-tagged frames, 6 bytes longer than the hosts' (as a VLAN tag would be).
-            mtu = str(PATH_MTU if a_if.startswith("p") else 1500)
-            _ip("-n", self.ns[a_ns], "link", "set", f"{self.prefix}a", "name", a_if, "mtu", mtu, "up")
-            _ip("-n", self.ns[b_ns], "link", "set", f"{self.prefix}b", "name", b_if, "mtu", mtu, "up")
-        _ip("-n", self.ns["tal"], "addr", "add", "198.18.0.1/24", "dev", "t0")
-        _ip("-n", self.ns["lis"], "addr", "add", f"{LISTENER_IP}/24", "dev", "l0")
-        (l0,) = json.loads(_ip("-n", self.ns["lis"], "-j", "link", "show", "dev", "l0"))
-        _ip("-n", self.ns["tal"], "neigh", "replace", LISTENER_IP, "lladdr", l0["address"],
-            "dev", "t0", "nud", "permanent")
+            self.net.link(a_ns, a_if, b_ns, b_if, mtu=PATH_MTU if a_if.startswith("p") else 1500)
+        self.net.run("tal", "ip", "addr", "add", "198.18.0.1/24", "dev", "t0")
+        self.net.run("lis", "ip", "addr", "add", f"{LISTENER_IP}/24", "dev", "l0")
+        self.net.run("tal", "ip", "neigh", "replace", LISTENER_IP, "lladdr", self.net.mac("lis", "l0"),
+                     "dev", "t0", "nud", "permanent")
         if self.mode == "frer":
             self.sw1 = Node(f"{self.prefix}-sw1", self.ns["sw1"], ["up", "pa", "pb"]).__enter__()
             self.sw1.add_stream(0, ingress=["up"], outputs=["pa", "pb"], generate=True, encode=True)
@@ -125,7 +110,7 @@ class TwoPath:
 
     def exec(self, role: str, argv: list[str]) -> list[str]:
         """`argv` wrapped to run in the namespace of `role` (tal, sw1, sw2, lis)."""
-        return ["ip", "netns", "exec", self.ns[role], *argv]
+        return self.net.exec(role, argv)
 
     def stream(self, send_args: list[str], during: Callable[[], None] | None = None,
                timeout_s: float = 60.0) -> dict:
@@ -133,39 +118,18 @@ class TwoPath:
         duration, frame size) while `frerlab gen recv` listens; `during` runs while it flows.
         Returns the receiver's report of the stream (lost, duplicates, latency, ...)."""
         with tempfile.TemporaryDirectory(prefix="frerlab-twopath-") as tmp:
-            out = Path(tmp) / "recv.json"
-            recv = subprocess.Popen(self.exec("lis", [*CLI, "gen", "recv", "--port", PORT, "--duration",
-                                                      str(timeout_s), "--linger", "0.5", "--output", str(out)]),
-                                    stdout=subprocess.DEVNULL)
-            send = None
-            try:
-                wait_for_udp_port(self.exec("lis", []), int(PORT))
-                send = subprocess.Popen(self.exec("tal", [*CLI, "gen", "send", "--dst", LISTENER_IP, "--port",
-                                                          PORT, *send_args]),
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-                if during:
-                    during()
-                # exit 3: the sender fell behind its pacing (a busy machine) but sent everything
-                if send.wait(timeout=timeout_s) not in (0, 3):
-                    raise RuntimeError(f"gen send failed: {send.stderr.read().strip()}")
-                recv.wait(timeout=timeout_s)
-            finally:
-                for proc in (send, recv):
-                    if proc:
-                        proc.kill()
-            streams = json.loads(out.read_text())["streams"]
-        if len(streams) != 1:
-            raise RuntimeError(f"the listener saw {len(streams)} streams (expected 1)")
-        return streams[0]
+            reports = stream_across(self.exec("tal", []), self.exec("lis", []), LISTENER_IP, send_args, Path(tmp),
+                                    during=during, timeout_s=timeout_s)
+        return reports.stream()
 
     def listener_rx_frames(self) -> int:
         """Frames the listener's interface has received so far."""
-        (link,) = json.loads(_ip("-n", self.ns["lis"], "-j", "-s", "link", "show", "dev", "l0"))
+        (link,) = json.loads(ip("-n", self.ns["lis"], "-j", "-s", "link", "show", "dev", "l0"))
         return link["stats64"]["rx"]["packets"]
 
     def set_path(self, path: str, up: bool) -> None:
         """Cuts (`up=False`) or restores path `path` ('a' or 'b') at sw1."""
-        _ip("-n", self.ns["sw1"], "link", "set", f"p{path}", "up" if up else "down")
+        ip("-n", self.ns["sw1"], "link", "set", f"p{path}", "up" if up else "down")
 
     def close(self) -> None:
         """Removes nodes, pins and namespaces; safe to call twice."""
@@ -178,5 +142,4 @@ class TwoPath:
         for pin_dir in self._plain_pins:
             bpfsys.unpin(pin_dir)
         self._plain_pins.clear()
-        for name in self.ns.values():
-            subprocess.run(["ip", "netns", "del", name], capture_output=True)
+        self.net.close()
