@@ -7,10 +7,8 @@
 //!   (time is a parameter), so it is tested exactly;
 //! - [`line`]: the process around it: AF_PACKET sockets, a nanosecond timer loop, run-time
 //!   reconfiguration and counters over a control socket;
-//! - [`receive`]: batched reads of the input with timestamps and VLAN metadata;
 //! - [`tag`]: writing a VLAN tag that lived in skb metadata back into the frame's bytes.
 
 pub mod delay;
 pub mod line;
-pub mod receive;
 pub mod tag;

@@ -24,8 +24,7 @@
 //! device disappears (its namespace was deleted).
 
 use crate::delay::{Admission, DelayConfig, DelayQueue};
-use crate::receive::{enable_auxdata, InputBatch};
-use crate::tag::put_tagged;
+use crate::tag::{put_tagged, VlanTag};
 use frerlab_traffic::sys;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -211,7 +210,7 @@ fn input_socket(name: &str, index: i32) -> io::Result<OwnedFd> {
         &format!("cannot bind an AF_PACKET socket to {name:?}"),
     )?;
     sys::enable_vnet_header(&fd)?;
-    enable_auxdata(&fd)?;
+    sys::enable_auxdata(&fd)?;
     sys::set_buffers(&fd, SOCKET_BUFFER);
     sys::prepare_receive(&fd, Duration::from_secs(1))?;
     set_nonblocking(&fd)?;
@@ -332,7 +331,7 @@ impl Line {
     }
 
     /// Reads what is queued on direction `dir`'s input (one batch).
-    fn receive(&mut self, dir: usize, batch: &mut InputBatch) -> io::Result<()> {
+    fn receive(&mut self, dir: usize, batch: &mut sys::RecvBatch) -> io::Result<()> {
         let d = &mut self.directions[dir];
         let n = batch.receive(&d.input).map_err(|e| {
             io::Error::new(
@@ -348,10 +347,11 @@ impl Line {
             }
             d.counters.received += 1;
             let arrival = meta.time_ns.map_or(now, |t| t.min(now));
-            let admission = self.queue.admit_with(dir, &d.config, arrival, |copy| {
-                put_tagged(frame, meta.tag, copy)
-            });
-            if admission != Admission::Overflow && meta.tag.is_some() {
+            let tag = meta.vlan.map(|(tpid, tci)| VlanTag { tpid, tci });
+            let admission = self
+                .queue
+                .admit_with(dir, &d.config, arrival, |copy| put_tagged(frame, tag, copy));
+            if admission != Admission::Overflow && tag.is_some() {
                 d.counters.tagged += 1;
             }
             match admission {
@@ -427,7 +427,7 @@ pub fn run(spec: &LineSpec) -> io::Result<()> {
         )
     })?;
     control.set_nonblocking(true)?;
-    let mut batch = InputBatch::new(FRAME_CAPACITY);
+    let mut batch = sys::RecvBatch::new(FRAME_CAPACITY);
     loop {
         line.release();
         let timeout = line

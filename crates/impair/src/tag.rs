@@ -26,8 +26,6 @@ const CSUM_START_AT: usize = 6;
 const MACS_LEN: usize = 12;
 /// Bytes of a VLAN tag (TPID, TCI).
 pub const TAG_LEN: usize = 4;
-/// The TPID AF_PACKET implies when it does not report one (802.1Q).
-pub const ETH_P_8021Q: u16 = 0x8100;
 
 /// An 802.1Q (TPID 0x8100) or 802.1ad (0x88A8) tag.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,22 +37,6 @@ pub struct VlanTag {
 }
 
 impl VlanTag {
-    /// The tag a `PACKET_AUXDATA` message reports, if the frame had one in its metadata.
-    pub fn from_auxdata(aux: &libc::tpacket_auxdata) -> Option<VlanTag> {
-        if aux.tp_status & libc::TP_STATUS_VLAN_VALID == 0 {
-            return None;
-        }
-        let tpid = if aux.tp_status & libc::TP_STATUS_VLAN_TPID_VALID != 0 {
-            aux.tp_vlan_tpid
-        } else {
-            ETH_P_8021Q
-        };
-        Some(VlanTag {
-            tpid,
-            tci: aux.tp_vlan_tci,
-        })
-    }
-
     fn bytes(self) -> [u8; TAG_LEN] {
         let [a, b] = self.tpid.to_be_bytes();
         let [c, d] = self.tci.to_be_bytes();
@@ -183,25 +165,5 @@ mod tests {
             &out[VNET_HDR_LEN + 12..],
             &[0x88, 0xA8, 0x00, 0x14, 0x81, 0x00, 0x00, 0x0A, 0x08, 0x00]
         );
-    }
-
-    #[test]
-    fn auxdata_gives_the_tag_and_defaults_the_tpid() {
-        let mut aux: libc::tpacket_auxdata = unsafe { std::mem::zeroed() };
-        assert_eq!(VlanTag::from_auxdata(&aux), None);
-        aux.tp_vlan_tci = 20;
-        aux.tp_vlan_tpid = 0x88A8;
-        assert_eq!(
-            VlanTag::from_auxdata(&aux),
-            None,
-            "no tag without TP_STATUS_VLAN_VALID"
-        );
-        aux.tp_status = libc::TP_STATUS_VLAN_VALID;
-        assert_eq!(VlanTag::from_auxdata(&aux), vlan(0x8100, 20));
-        aux.tp_status |= libc::TP_STATUS_VLAN_TPID_VALID;
-        assert_eq!(VlanTag::from_auxdata(&aux), vlan(0x88A8, 20));
-        // VLAN 0 (a priority tag) is a tag too.
-        aux.tp_vlan_tci = 0;
-        assert_eq!(VlanTag::from_auxdata(&aux), vlan(0x88A8, 0));
     }
 }

@@ -1,6 +1,8 @@
-//! Thin safe wrappers over the Linux calls the generator and receiver use: clocks, UDP and
-//! AF_PACKET sockets, socket options, and batched `sendmmsg` / `recvmmsg` with receive
-//! timestamps (`SO_TIMESTAMPNS`) and the socket's drop counter (`SO_RXQ_OVFL`).
+//! Thin safe wrappers over the Linux calls the generator, the receiver and the impairment
+//! element's delay line use: clocks, UDP and AF_PACKET sockets, socket options, and batched
+//! `sendmmsg` / `recvmmsg` with receive timestamps (`SO_TIMESTAMPNS`), the socket's drop
+//! counter (`SO_RXQ_OVFL`), UDP GRO sizes and, on AF_PACKET, the VLAN tag the kernel kept in
+//! the frame's metadata (`PACKET_AUXDATA`).
 
 use std::ffi::CString;
 use std::io;
@@ -19,7 +21,11 @@ pub const MAX_GSO_BYTES: usize = 65_000;
 const UDP_SEGMENT: libc::c_int = 103;
 /// `UDP_GRO` from linux/udp.h (likewise).
 const UDP_GRO: libc::c_int = 104;
-const CMSG_SPACE: usize = 64;
+/// Control bytes per received message: CMSG_SPACE of a timespec (32), a u32 drop counter (24)
+/// and a GRO size (20) or a tpacket_auxdata (40), with room to spare.
+const CMSG_SPACE: usize = 128;
+/// The TPID AF_PACKET implies when it reports a VLAN tag without one (802.1Q).
+const ETH_P_8021Q: u16 = 0x8100;
 
 fn clock_ns(clock: libc::clockid_t) -> u64 {
     let mut ts: libc::timespec = unsafe { zeroed() };
@@ -186,6 +192,15 @@ pub fn split_vnet_header(bytes: &[u8]) -> Option<(Option<usize>, &[u8])> {
     Some((gso, &bytes[VNET_HDR_LEN..]))
 }
 
+/// Makes an AF_PACKET socket report each frame's metadata in a `PACKET_AUXDATA` control
+/// message, the VLAN tag the kernel kept out of the frame's bytes among it ([`Received::vlan`]).
+///
+/// # Errors
+/// When the kernel refuses the option.
+pub fn enable_auxdata(fd: &OwnedFd) -> io::Result<()> {
+    set_option(fd.as_raw_fd(), libc::SOL_PACKET, libc::PACKET_AUXDATA, 1i32)
+}
+
 /// Asks for large socket buffers (forcing past the sysctl limits where permitted).
 pub fn set_buffers(fd: &OwnedFd, bytes: i32) {
     let fd = fd.as_raw_fd();
@@ -274,6 +289,19 @@ pub struct Received {
     /// With UDP GRO: the size of each of the datagrams this message joins (the last may be
     /// shorter).
     pub segment: Option<usize>,
+    /// With `PACKET_AUXDATA`: (TPID, TCI) of the VLAN tag the frame had in its skb's metadata,
+    /// not in its bytes (see [`enable_auxdata`]).
+    pub vlan: Option<(u16, u16)>,
+}
+
+/// (TPID, TCI) of the VLAN tag a `PACKET_AUXDATA` message reports, if the frame had one in its
+/// metadata; 802.1Q when the kernel gives no TPID.
+fn vlan_of(aux: &libc::tpacket_auxdata) -> Option<(u16, u16)> {
+    if aux.tp_status & libc::TP_STATUS_VLAN_VALID == 0 {
+        return None;
+    }
+    let tpid = if aux.tp_status & libc::TP_STATUS_VLAN_TPID_VALID != 0 { aux.tp_vlan_tpid } else { ETH_P_8021Q };
+    Some((tpid, aux.tp_vlan_tci))
 }
 
 /// Buffers for receiving up to [`MAX_BATCH`] messages with one `recvmmsg`.
@@ -326,7 +354,7 @@ impl RecvBatch {
         }
         self.received.clear();
         for msg in msgs.iter_mut().take(n as usize) {
-            let mut item = Received { len: msg.msg_len as usize, time_ns: None, drops: None, segment: None };
+            let mut item = Received { len: msg.msg_len as usize, time_ns: None, drops: None, segment: None, vlan: None };
             // SAFETY: the kernel filled msg_control with valid cmsgs up to msg_controllen.
             unsafe {
                 let mut cmsg = libc::CMSG_FIRSTHDR(&msg.msg_hdr);
@@ -340,6 +368,9 @@ impl RecvBatch {
                     } else if level == libc::SOL_UDP && kind == UDP_GRO {
                         let size = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg) as *const libc::c_int);
                         item.segment = usize::try_from(size).ok().filter(|&s| s > 0);
+                    } else if level == libc::SOL_PACKET && kind == libc::PACKET_AUXDATA {
+                        let aux = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg) as *const libc::tpacket_auxdata);
+                        item.vlan = vlan_of(&aux);
                     }
                     cmsg = libc::CMSG_NXTHDR(&msg.msg_hdr, cmsg);
                 }
@@ -354,5 +385,26 @@ impl RecvBatch {
         let item = self.received[i];
         let start = i * self.capacity;
         (item, &self.data[start..start + item.len.min(self.capacity)])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auxdata_gives_the_vlan_tag_and_defaults_the_tpid() {
+        // SAFETY: an all-zero tpacket_auxdata is valid (plain integers).
+        let mut aux: libc::tpacket_auxdata = unsafe { zeroed() };
+        assert_eq!(vlan_of(&aux), None);
+        aux.tp_vlan_tci = 20;
+        aux.tp_vlan_tpid = 0x88A8;
+        assert_eq!(vlan_of(&aux), None, "no tag without TP_STATUS_VLAN_VALID");
+        aux.tp_status = libc::TP_STATUS_VLAN_VALID;
+        assert_eq!(vlan_of(&aux), Some((0x8100, 20)));
+        aux.tp_status |= libc::TP_STATUS_VLAN_TPID_VALID;
+        assert_eq!(vlan_of(&aux), Some((0x88A8, 20)));
+        aux.tp_vlan_tci = 0; // VLAN 0 (a priority tag) is a tag too
+        assert_eq!(vlan_of(&aux), Some((0x88A8, 0)));
     }
 }
