@@ -227,3 +227,21 @@ def test_frer_stream_crosses_a_delayed_path_b_while_path_a_is_down(frer_bed, tmp
         frer_bed.impair("b", clear=True)
     assert (stream["expected"], stream["unique"], stream["lost"]) == (2000, 2000, 0)
     assert 4.8e6 <= median_ns(stream) <= 6e6
+
+
+@pytest.mark.parametrize("replicate_at, eliminate_at", [("talker", "sw2"), ("sw1", "listener"), ("talker", "listener")])
+def test_every_placement_is_fail_operational_in_both_directions(replicate_at, eliminate_at, tmp_path):
+    tb_name = name(f"p{replicate_at[0]}{eliminate_at[0]}")
+    with bed.Testbed(name=tb_name, replicate_at=replicate_at, eliminate_at=eliminate_at) as tb:
+        schedule = failover.Schedule(rate_fps=2000, frame_size=256, duration_s=3.0, cut_a=(0.5, 1.5), cut_b=(2.0, 2.5))
+        result = failover.run(tb_name, schedule, tmp_path)
+        assert result["verdict_met"] and result["lost"] == 0, failover.summary(result)
+        forward = result["dataplane_recovery"][eliminate_at]["1"]
+        assert forward["passed_packets"] >= result["expected"], f"stream 1 is eliminated at {eliminate_at}"
+        # the reverse direction is eliminated where the forward one is replicated: ping's replies
+        ping = tb.run("talker", "ping", "-c", "3", "-i", "0.2", "-W", "1", plan.LISTENER_IP)
+        assert ping.returncode == 0, ping.stdout
+        reverse = bed.status_dataplane(tb_name, replicate_at)
+        (rcvy,) = [r for s in reverse["streams"] if s["handle"] == 2 for r in s["recovery"]]
+        assert rcvy["passed_packets"] >= 3 and rcvy["discarded_packets"] >= 3
+    assert leftovers(tb_name) == []

@@ -137,12 +137,8 @@ def down(name: str) -> bool:
     found = path.exists() or (PIN_ROOT / name).exists()
     if path.exists():
         state = json.loads(path.read_text())
-        pid = state.get("monitor_pid")
-        if pid:
-            try:
-                os.kill(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
+        if state.get("monitor_pid"):
+            _stop(state["monitor_pid"])
         netns = state.get("netns")
         if netns is None or Path("/run/netns", netns).exists():
             for port in state.get("attached", []):
@@ -153,6 +149,27 @@ def down(name: str) -> bool:
     if STATE_DIR.is_dir() and not any(STATE_DIR.iterdir()):
         STATE_DIR.rmdir()
     return found
+
+
+def _stop(pid: int, timeout_s: float = 3.0) -> None:
+    """Stops process `pid`: SIGTERM, SIGKILL after `timeout_s`; returns once it is gone (reaped
+    if it is a child of this process) or, for a zombie someone else must reap, a second later."""
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline + 1.0:
+        try:
+            if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                return
+        except ChildProcessError:
+            pass  # not a child of this process
+        try:
+            os.kill(pid, signal.SIGKILL if time.monotonic() > deadline else 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.02)
 
 
 def snapshot(name: str) -> dict:
