@@ -34,7 +34,6 @@ from frerlab.yamlfile import read_mapping, validate
 LOCAL = "local"
 #: frerlab's default frerSeqRcvyResetMSec (the standard leaves it to the implementation).
 DEFAULT_RESET_TIMEOUT_MS = 2000
-MAX_IDENTITIES, MAX_STREAMS, MAX_PORTS = 32, 64, layout.MAX_PORTS
 _MAC = re.compile(r"^[0-9a-fA-F]{2}([:-][0-9a-fA-F]{2}){5}$")
 _IFNAME = re.compile(r"^[^\s/:]{1,15}$")
 _PROTOCOLS = {"none": 0, "udp": 17, "tcp": 6, "sctp": 132}
@@ -248,9 +247,9 @@ class NodeConfig(_Model):
 
     name: str = Field("frerlab", pattern=r"^[A-Za-z0-9_.-]{1,40}$")
     netns: str | None = None
-    ports: list[Port] = Field(min_length=1, max_length=MAX_PORTS)
+    ports: list[Port] = Field(min_length=1, max_length=layout.MAX_PORTS)
     bridge_ports: list[Port] = Field(default_factory=list)
-    stream_identity: list[StreamIdentity] = Field(default_factory=list, max_length=MAX_IDENTITIES)
+    stream_identity: list[StreamIdentity] = Field(default_factory=list, max_length=layout.MAX_IDENTITIES)
     sequence_generation: list[SequenceGeneration] = Field(default_factory=list)
     sequence_recovery: list[SequenceRecovery] = Field(default_factory=list)
     sequence_identification: list[SequenceIdentification] = Field(default_factory=list)
@@ -326,8 +325,8 @@ def compile_node(cfg: NodeConfig) -> NodePlan:
     identifying = {i.handle for i in cfg.stream_identity
                    if i.in_facing.input_port or not i.dmac_vlan_stream_identification}
     handles = sorted(identifying)
-    if len(handles) > MAX_STREAMS:
-        raise ValueError(f"{len(handles)} stream handles is out of range (1..={MAX_STREAMS})")
+    if len(handles) > layout.MAX_STREAMS:
+        raise ValueError(f"{len(handles)} stream handles is out of range (1..={layout.MAX_STREAMS})")
     stream_of = {h: s for s, h in enumerate(handles)}
 
     def stream_index(handle: int, where: str) -> int:

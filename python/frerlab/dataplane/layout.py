@@ -24,7 +24,8 @@ PORT_COUNTERS = ("frames", "malformed", "seq_enc_errored", "rcvy_passed", "rcvy_
 #: struct frer_stream_port_stats, in order (the last field is padding).
 STREAM_PORT_COUNTERS = ("input", "output", "seq_enc_errored")
 
-MAX_PORTS, MAX_OUTPUTS, RCVY_PER_STREAM = 16, 8, 17
+#: Limits of bpf/frer_common.h (FRER_MAX_*).
+MAX_PORTS, MAX_OUTPUTS, RCVY_PER_STREAM, MAX_STREAMS, MAX_IDENTITIES = 16, 8, 17, 64, 32
 SETTING_FIXED_CLOCK = 0x1
 DIR_INGRESS, DIR_EGRESS = 0, 1
 VLAN_MODES = {"all": 0, "tagged": 1, "priority": 2}
