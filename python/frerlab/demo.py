@@ -22,8 +22,8 @@ import os
 import random
 import shutil
 import time
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 
 from frerlab.errors import UsageError
 from frerlab.frer import SequenceGenerator, SequenceRecovery, pop_rtag, push_rtag

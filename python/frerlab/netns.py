@@ -12,11 +12,26 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 
 
 def ip(*args: str) -> str:
-    """Runs `ip ARGS`; raises CalledProcessError with ip's message on failure."""
-    return subprocess.run(["ip", *args], check=True, capture_output=True, text=True).stdout
+    """Runs `ip ARGS`; its output. RuntimeError with ip's message on failure."""
+    result = subprocess.run(["ip", *args], capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"ip {' '.join(args)} failed: {result.stderr.strip()}")
+    return result.stdout
+
+
+def exists(netns: str) -> bool:
+    """Whether network namespace `netns` exists (as `ip netns add` makes them)."""
+    return Path("/run/netns", netns).exists()
+
+
+def link_info(netns: str, ifname: str) -> dict:
+    """`ip -j -s link show` of one interface: flags, address, and `stats64` rx/tx counters."""
+    (info,) = json.loads(ip("-n", netns, "-j", "-s", "link", "show", "dev", ifname))
+    return info
 
 
 class Namespaces:
@@ -51,8 +66,7 @@ class Namespaces:
 
     def mac(self, role: str, ifname: str) -> str:
         """The MAC address of `ifname` in role's namespace."""
-        (link,) = json.loads(ip("-n", self.ns[role], "-j", "link", "show", "dev", ifname))
-        return link["address"]
+        return link_info(self.ns[role], ifname)["address"]
 
     def run(self, role: str, *argv: str) -> str:
         """Runs a command inside role's namespace; its stdout."""

@@ -13,7 +13,6 @@ data plane's own harness.
 from __future__ import annotations
 
 import itertools
-import json
 import os
 import tempfile
 from collections.abc import Callable
@@ -21,7 +20,7 @@ from pathlib import Path
 
 from frerlab.dataplane import bpfsys, layout
 from frerlab.dataplane.node import Node, attach_ingress, detach, ifindex
-from frerlab.netns import Namespaces, ip
+from frerlab.netns import Namespaces, ip, link_info
 from frerlab.traffic.across import stream_across
 
 REDIRECT_OBJECT = Path(__file__).resolve().parents[3] / "bpf" / "build" / "redirect.o"
@@ -124,8 +123,7 @@ class TwoPath:
 
     def listener_rx_frames(self) -> int:
         """Frames the listener's interface has received so far."""
-        (link,) = json.loads(ip("-n", self.ns["lis"], "-j", "-s", "link", "show", "dev", "l0"))
-        return link["stats64"]["rx"]["packets"]
+        return link_info(self.ns["lis"], "l0")["stats64"]["rx"]["packets"]
 
     def set_path(self, path: str, up: bool) -> None:
         """Cuts (`up=False`) or restores path `path` ('a' or 'b') at sw1."""

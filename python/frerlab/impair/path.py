@@ -27,7 +27,6 @@ import dataclasses
 import json
 import os
 import shutil
-import signal
 import socket
 import struct
 import subprocess
@@ -40,7 +39,11 @@ from typing import Any
 
 from frerlab.dataplane import bpfsys
 from frerlab.dataplane.node import attach_ingress, detach, ifindex, possible_cpus
+from frerlab import processes
 from frerlab.errors import UsageError
+from frerlab.netns import exists as netns_exists
+from frerlab.netns import ip
+from frerlab.traffic.record import write_atomic
 
 OBJECT = Path(__file__).resolve().parents[3] / "bpf" / "build" / "impair.o"
 PIN_ROOT = bpfsys.BPFFS
@@ -167,24 +170,11 @@ def _directions(direction: str) -> tuple[str, ...]:
     return (direction,)
 
 
-def _ip(netns: str, *args: str) -> str:
-    result = subprocess.run(["ip", "-n", netns, *args], capture_output=True, text=True)
-    if result.returncode != 0:
-        raise RuntimeError(f"ip -n {netns} {' '.join(args)} failed: {result.stderr.strip()}")
-    return result.stdout
-
-
 def _delay_devices(name: str) -> tuple[str, str]:
     """The delay line's veth pair: forward frames are sent into the first and read from the
     second, reverse frames the other way round."""
     tag = f"fi{zlib.crc32(name.encode()):08x}"
     return f"{tag}x", f"{tag}y"
-
-
-def _write_json(path: Path, record: dict) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(record, indent=1))
-    tmp.replace(path)
 
 
 def _read_json(path: Path) -> dict | None:
@@ -232,34 +222,6 @@ def _request(state_dir: Path, request: Any, timeout_s: float = REQUEST_TIMEOUT_S
         raise DelayLineDown(f"the delay line of {state_dir} does not answer ({err})") from err
 
 
-def _alive(pid: int) -> bool:
-    """True while `pid` runs (a zombie waiting for its parent has ended)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
-
-
-def _stop_processes(pids: list[int], timeout_s: float = 3.0) -> None:
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-    deadline = time.monotonic() + timeout_s
-    for pid in pids:
-        while _alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.01)
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-
-
-def _netns_exists(netns: str) -> bool:
-    return Path("/run/netns", netns).exists()
-
-
 def remove_leftovers(name: str) -> None:
     """Removes everything an element called `name` left: its delay-line process, the qdiscs
     on its ends and its veth pair (if the namespace still exists), its pins, its state
@@ -270,9 +232,9 @@ def remove_leftovers(name: str) -> None:
         _request(state_dir, "stop", timeout_s=1.0)
     except DelayLineDown:
         pass
-    _stop_processes(_delay_line_pids(state_dir))
+    processes.stop(_delay_line_pids(state_dir))
     netns = state.get("netns")
-    if netns and _netns_exists(netns):
+    if netns and netns_exists(netns):
         for dev in (state.get("end_a"), state.get("end_b"), *_delay_devices(name)):
             if dev:
                 detach(netns, dev)
@@ -323,7 +285,7 @@ class PathImpairment:
                              "first (remove_leftovers) or pick another name")
         if not OBJECT.exists():
             raise UsageError(f"{OBJECT} is not built (make -C bpf)")
-        if not _netns_exists(self.netns):
+        if not netns_exists(self.netns):
             raise UsageError(f"network namespace {self.netns!r} does not exist")
         try:
             self.state_dir.mkdir(parents=True)
@@ -346,12 +308,12 @@ class PathImpairment:
 
     def _add_delay_devices(self) -> None:
         x, y = _delay_devices(self.name)
-        _ip(self.netns, "link", "add", x, "type", "veth", "peer", "name", y)
+        ip("-n", self.netns, "link", "add", x, "type", "veth", "peer", "name", y)
         for dev in (x, y):
             subprocess.run(["ip", "netns", "exec", self.netns, "sysctl", "-qw",
                             f"net.ipv6.conf.{dev}.disable_ipv6=1"], capture_output=True, check=True)
             # Room for any frame a path carries, GSO packets included.
-            _ip(self.netns, "link", "set", dev, "mtu", "65535", "arp", "off", "multicast", "off", "up")
+            ip("-n", self.netns, "link", "set", dev, "mtu", "65535", "arp", "off", "multicast", "off", "up")
 
     def _open_maps(self) -> None:
         maps = self.pin_dir / "maps"
@@ -362,16 +324,16 @@ class PathImpairment:
         }
 
     def _save_state(self) -> None:
-        _write_json(self.state_dir / STATE_FILE, {
+        write_atomic(self.state_dir / STATE_FILE, json.dumps({
             "netns": self.netns, "end_a": self.end_a, "end_b": self.end_b, "delay_limit": self.delay_limit,
-            "settings": {d: self.settings[d].to_dict() for d in DIRECTIONS}})
+            "settings": {d: self.settings[d].to_dict() for d in DIRECTIONS}}, indent=1))
 
     def _start_delay_line(self) -> None:
         x, y = _delay_devices(self.name)
         spec = {"state_dir": str(self.state_dir), "limit": self.delay_limit, "directions": [
             {"name": "forward", "input": y, "output": self.end_b},
             {"name": "reverse", "input": x, "output": self.end_a}]}
-        _write_json(self.state_dir / SPEC_FILE, spec)
+        write_atomic(self.state_dir / SPEC_FILE, json.dumps(spec, indent=1))
         with open(self.state_dir / LOG_FILE, "ab") as log:
             # A session of its own: the line outlives the process that started it (the testbed
             # command) and a Ctrl-C meant for that process; close() or remove_leftovers() ends it.

@@ -25,13 +25,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from frerlab.dataplane import control
-from frerlab.dataplane.control import write_json_atomic
 from frerlab.errors import UsageError
 from frerlab.impair import PathImpairment
 from frerlab.impair import remove_leftovers as remove_path_leftovers
-from frerlab.netns import Namespaces, ip
+from frerlab.netns import Namespaces, exists, link_info
 from frerlab.sim.units import rate_bps, size_bytes
 from frerlab.testbed import plan
+from frerlab.traffic.record import write_atomic
 
 STATE_DIR = Path("/run/frerlab/testbed")
 HOSTS = ("talker", "sw1", "sw2", "listener")
@@ -103,17 +103,22 @@ def state_path(name: str) -> Path:
     return STATE_DIR / f"{name}.json"
 
 
+def _prefix(name: str) -> str:
+    """What every namespace, data plane and path element of testbed `name` is named after."""
+    return f"tb-{name}"
+
+
 def namespaces(name: str) -> Namespaces:
     """The testbed's namespaces (existing or to be made): `tb-<name>-<role>`."""
-    return Namespaces(f"tb-{name}")
+    return Namespaces(_prefix(name))
 
 
 def _dataplane_name(name: str, role: str) -> str:
-    return f"tb-{name}-{role}"
+    return f"{_prefix(name)}-{role}"
 
 
 def _path_name(name: str, path: str) -> str:
-    return f"tb-{name}-path-{path}"
+    return f"{_prefix(name)}-path-{path}"
 
 
 def running() -> list[str]:
@@ -138,13 +143,13 @@ def up(settings: Settings) -> dict:
     if state_path(name).exists():
         raise UsageError(f"testbed {name!r} is up already; `frerlab testbed down --name {name}` first")
     configs = plan.node_configs(settings.mode, settings.replicate_at, settings.eliminate_at,
-                                plan.Recovery(history_length=settings.history_length), prefix=f"tb-{name}")
+                                plan.Recovery(history_length=settings.history_length), prefix=_prefix(name))
     net = namespaces(name)
     state = {"name": name, "settings": {k: v for k, v in asdict(settings).items()},
              "namespaces": {role: f"{net.prefix}-{role}" for role in (*HOSTS, *PATHS)},
              "dataplanes": {role: cfg.name for role, cfg in configs.items()},
              "paths": {p: _path_name(name, p) for p in PATHS}, "started": time.time()}
-    write_json_atomic(state_path(name), state)  # first: `down` can undo a crash half-way
+    write_atomic(state_path(name), json.dumps(state, indent=1))  # first: `down` can undo a crash
     try:
         net.add(*HOSTS, *PATHS)
         for link in LINKS:
@@ -198,7 +203,7 @@ def down(name: str) -> bool:
     net = namespaces(name)
     for role in (*HOSTS, *PATHS):
         ns = f"{net.prefix}-{role}"
-        if Path("/run/netns", ns).exists():
+        if exists(ns):
             found = True
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
     path.unlink(missing_ok=True)
@@ -251,7 +256,7 @@ def status(name: str) -> dict:
     for link in LINKS:
         ends = []
         for role, ifname in (link.a, link.b):
-            (info,) = json.loads(ip("-n", ns[role], "-j", "-s", "link", "show", "dev", ifname))
+            info = link_info(ns[role], ifname)
             ends.append({"host": role, "interface": ifname, "up": "UP" in info["flags"],
                          "queue_limit_bytes": HOST_QUEUE if role in ADDRESSES else settings["queue_limit_bytes"],
                          "tx_packets": info["stats64"]["tx"]["packets"],

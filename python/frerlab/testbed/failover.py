@@ -18,11 +18,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from frerlab import __version__
-from frerlab.dataplane.control import write_json_atomic
 from frerlab.errors import UsageError
-from frerlab.netns import ip
+from frerlab.frer import COUNTER_NAMES
+from frerlab.netns import link_info
 from frerlab.testbed import bed, plan
 from frerlab.traffic.across import stream_across
+from frerlab.traffic.record import write_atomic
 
 
 @dataclass(frozen=True)
@@ -61,12 +62,6 @@ class Schedule:
         return [(label, edges[i], edges[i + 1]) for i, label in enumerate(labels)]
 
 
-def _listener_rx(tb_name: str) -> int:
-    ns = bed.read_state(tb_name)["namespaces"]["listener"]
-    (link,) = json.loads(ip("-n", ns, "-j", "-s", "link", "show", "dev", plan.HOST_PORT))
-    return link["stats64"]["rx"]["packets"]
-
-
 def run(tb_name: str, schedule: Schedule, out_dir: Path) -> dict:
     """Runs the test on testbed `tb_name`; writes and returns the result."""
     schedule.check()
@@ -74,13 +69,18 @@ def run(tb_name: str, schedule: Schedule, out_dir: Path) -> dict:
     out_dir.mkdir(parents=True, exist_ok=True)
     meta = {"test": "failover", "frerlab": __version__, "kernel": platform.release(), "host": platform.node(),
             "testbed": state["settings"], "schedule": asdict(schedule), "start": time.time()}
-    write_json_atomic(out_dir / "meta.json", meta)
+    write_atomic(out_dir / "meta.json", json.dumps(meta, indent=1))
     happened: list[dict] = []
-    baseline = _listener_rx(tb_name)
+    listener = state["namespaces"]["listener"]
+
+    def listener_rx() -> int:
+        return link_info(listener, plan.HOST_PORT)["stats64"]["rx"]["packets"]
+
+    baseline = listener_rx()
 
     def cut_and_restore() -> None:
         deadline = time.monotonic() + 30
-        while _listener_rx(tb_name) == baseline:
+        while listener_rx() == baseline:
             if time.monotonic() > deadline:
                 raise RuntimeError("no frame reached the listener within 30 s")
             time.sleep(0.002)
@@ -103,7 +103,7 @@ def run(tb_name: str, schedule: Schedule, out_dir: Path) -> dict:
                 for role in state["dataplanes"]}
     result = analyse(reports.stream(), reports.sender, schedule, state["settings"]["mode"], happened, counters)
     result["meta"] = meta
-    write_json_atomic(out_dir / "result.json", result)
+    write_atomic(out_dir / "result.json", json.dumps(result, indent=1))
     return result
 
 
@@ -113,8 +113,7 @@ def _recovery_totals(snapshot: dict) -> dict:
     for st in snapshot["streams"]:
         for r in st["recovery"]:
             if r["function"] == "sequence":
-                out[str(st["handle"])] = {k: v for k, v in r.items()
-                                          if k.endswith("_packets") or k == "resets"}
+                out[str(st["handle"])] = {k: r[k] for k in COUNTER_NAMES}
     return out
 
 

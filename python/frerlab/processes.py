@@ -1,0 +1,44 @@
+"""Stopping the background processes frerlab starts (latent error monitors, delay lines), also
+those another frerlab process started: SIGTERM, SIGKILL after a grace period, and back only
+once each one is gone."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+
+def alive(pid: int) -> bool:
+    """True while `pid` runs. A zombie has ended; one that is a child of this process is
+    reaped on the way."""
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass  # not a child of this process
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def stop(pids: list[int], timeout_s: float = 3.0) -> None:
+    """Stops every process of `pids` (SIGTERM, then SIGKILL after `timeout_s`) and waits until
+    it is gone; quiet about processes that ended already."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + timeout_s
+    for pid in pids:
+        while alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if alive(pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                continue
+            while alive(pid) and time.monotonic() < deadline + 1.0:
+                time.sleep(0.01)
