@@ -579,8 +579,8 @@ struct l2_original {
 	__u16 tci;
 };
 
-/* Give this copy its own destination MAC / VID / PCP or no tag (active stream
- * identification), or the original ones back if an earlier copy changed them. */
+/* Give this copy its own destination MAC / VID / PCP (active stream identification), or the
+ * original ones back if an earlier copy changed them. */
 static __always_inline int output_rewrite(struct __sk_buff *skb, const struct frer_output *o,
 					  const struct l2_original *orig, int *dirty)
 {
@@ -591,14 +591,13 @@ static __always_inline int output_rewrite(struct __sk_buff *skb, const struct fr
 	} else if (*dirty && bpf_skb_store_bytes(skb, 0, orig->dmac, 6, 0)) {
 		return -1;
 	}
-	if (o->flags & (FRER_OUT_SET_VID | FRER_OUT_UNTAG)) {
+	if (o->flags & FRER_OUT_SET_VID) {
 		__u16 pcp = (o->flags & FRER_OUT_SET_PCP) ? (__u16)(o->pcp & 7) << 13
 							   : (orig->vlan ? orig->tci & 0xe000 : 0);
 
 		if (skb->vlan_present && bpf_skb_vlan_pop(skb))
 			return -1;
-		if ((o->flags & FRER_OUT_SET_VID) &&
-		    bpf_skb_vlan_push(skb, bpf_htons(ETH_P_8021Q), pcp | (o->vid & 0x0fff)))
+		if (bpf_skb_vlan_push(skb, bpf_htons(ETH_P_8021Q), pcp | (o->vid & 0x0fff)))
 			return -1;
 		*dirty = 1;
 	} else if (*dirty) {

@@ -102,7 +102,6 @@ struct frer_identity {
 #define FRER_OUT_SET_VID 0x2  /* give this copy a VLAN tag with this VID (replacing any) */
 #define FRER_OUT_LOCAL 0x4    /* deliver here: ingress -> local stack, egress -> this port */
 #define FRER_OUT_SET_PCP 0x8  /* with FRER_OUT_SET_VID: the tag's PCP is pcp (else the frame's) */
-#define FRER_OUT_UNTAG 0x10   /* remove the outer VLAN tag of this copy */
 
 /* One copy of a stream (one member port of a split). 16 bytes. */
 struct frer_output {

@@ -9,7 +9,7 @@ import sys
 import time
 
 from frerlab.dataplane import control, stats
-from frerlab.dataplane.config import load_config
+from frerlab.dataplane.config import DEFAULT_NAME, load_config
 from frerlab.errors import UsageError
 
 EPILOG = """A configuration file describes one FRER node (talker end-station, relay or listener) in
@@ -45,25 +45,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     down = verbs.add_parser("down", help="detach and remove a data plane (idempotent)")
     which = down.add_mutually_exclusive_group()
-    which.add_argument("--name", default="frerlab", help="data plane name (default frerlab)")
+    _name(which)
     which.add_argument("--all", action="store_true", help="every data plane `up` started")
     down.set_defaults(func=_down)
 
     st = verbs.add_parser("stats", help="counters: a table, --json or --prometheus")
-    st.add_argument("--name", default="frerlab", help="data plane name (default frerlab)")
+    _name(st)
     fmt = st.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="the snapshot as JSON")
     fmt.add_argument("--prometheus", action="store_true", help="Prometheus text exposition format")
     st.set_defaults(func=_stats)
 
     mon = verbs.add_parser("monitor", help="latent error detection over the counters (foreground)")
-    mon.add_argument("--name", default="frerlab", help="data plane name (default frerlab)")
+    _name(mon)
     mon.add_argument("--interval", type=float, help="seconds between polls (default: a quarter "
                                                     "of the shortest latent error period)")
     mon.add_argument("--duration", type=float, help="stop after this many seconds (default: until "
                                                     "the data plane goes down or Ctrl-C)")
     mon.add_argument("--quiet", action="store_true", help="print alarms only")
     mon.set_defaults(func=_monitor)
+
+
+def _name(parser) -> None:
+    parser.add_argument("--name", default=DEFAULT_NAME, help=f"data plane name (default {DEFAULT_NAME})")
 
 
 def _up(args: argparse.Namespace) -> int:

@@ -25,13 +25,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, AliasGenerator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, AliasGenerator, BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from frerlab.dataplane import layout
 from frerlab.yamlfile import read_mapping, validate
 
 #: The pseudo-port of `stream-forwarding` that hands a stream to this host (listener role).
 LOCAL = "local"
+#: The data plane name when the file gives none.
+DEFAULT_NAME = "frerlab"
 #: frerlab's default frerSeqRcvyResetMSec (the standard leaves it to the implementation).
 DEFAULT_RESET_TIMEOUT_MS = 2000
 _MAC = re.compile(r"^[0-9a-fA-F]{2}([:-][0-9a-fA-F]{2}){5}$")
@@ -245,7 +247,7 @@ class StreamForwarding(_Model):
 class NodeConfig(_Model):
     """A whole data plane configuration file."""
 
-    name: str = Field("frerlab", pattern=r"^[A-Za-z0-9_.-]{1,40}$")
+    name: str = Field(DEFAULT_NAME, pattern=r"^[A-Za-z0-9_.-]{1,40}$")
     netns: str | None = None
     ports: list[Port] = Field(min_length=1, max_length=layout.MAX_PORTS)
     bridge_ports: list[Port] = Field(default_factory=list)
@@ -256,10 +258,17 @@ class NodeConfig(_Model):
     stream_split: list[StreamSplit] = Field(default_factory=list)
     stream_forwarding: list[StreamForwarding] = Field(default_factory=list)
 
+    _plan: NodePlan | None = PrivateAttr(None)
+
     @model_validator(mode="after")
     def _consistent(self) -> NodeConfig:
-        compile_node(self)
+        self._plan = compile_node(self)
         return self
+
+    @property
+    def plan(self) -> NodePlan:
+        """The map entries of this configuration (compiled once, when it was validated)."""
+        return self._plan
 
 
 # ---- compilation into map entries ----

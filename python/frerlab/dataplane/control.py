@@ -13,17 +13,19 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 from frerlab.dataplane import bpfsys, layout
-from frerlab.dataplane.config import NodeConfig, compile_node, parse_config
-from frerlab.dataplane.node import OBJECT, PIN_ROOT, Node, detach, open_maps, possible_cpus
+from frerlab.dataplane.config import NodeConfig, NodePlan, parse_config
+from frerlab.dataplane.node import OBJECT, PIN_ROOT, Node, detach, possible_cpus
+from frerlab import processes
 from frerlab.errors import UsageError
 from frerlab.frer import LatentErrorDetector
+from frerlab.netns import exists as netns_exists
+from frerlab.traffic.record import write_atomic
 
 #: Where `up` records each running data plane (outside the BPF filesystem, which holds only
 #: BPF objects).
@@ -37,14 +39,6 @@ def state_path(name: str) -> Path:
 def latent_path(name: str) -> Path:
     """The latent error monitor's latest findings (written atomically by the monitor)."""
     return STATE_DIR / f"{name}.latent.json"
-
-
-def write_json_atomic(path: Path, data: object) -> None:
-    """Writes `data` as JSON to `path` so that readers see the old or the new file, never half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=1))
-    os.replace(tmp, path)
 
 
 def read_state(name: str) -> dict:
@@ -76,7 +70,7 @@ def probe(netns: str | None) -> None:
     if not Path("/sys/kernel/btf/vmlinux").exists():
         raise UsageError("the kernel has no BTF (/sys/kernel/btf/vmlinux): bpf_spin_lock in the "
                          "recovery maps needs CONFIG_DEBUG_INFO_BTF=y")
-    if netns is not None and not Path("/run/netns", netns).exists():
+    if netns is not None and not netns_exists(netns):
         raise UsageError(f"network namespace {netns!r} does not exist (ip netns list shows those that do)")
     # clsact and the BPF classifier: a tc filter on a dummy-free device, lo of a throwaway namespace
     ns = f"frerlab-probe-{os.getpid()}"
@@ -96,16 +90,16 @@ def up(cfg: NodeConfig, netns: str | None = None, monitor: bool = True) -> dict:
     starts the latent error monitor if a recovery function asks for one. Returns its state."""
     netns = netns or cfg.netns
     probe(netns)
-    plan = compile_node(cfg)
+    plan = cfg.plan
     name = cfg.name
     if state_path(name).exists() or (PIN_ROOT / name).exists():
         raise UsageError(f"a data plane named {name!r} is up already; `frerlab dataplane down "
                          f"--name {name}` first, or give this one another name")
-    state = {"name": name, "netns": netns, "ports": plan.ports,
+    state = {"name": name, "netns": netns,
              "attached": sorted(set(plan.ingress_ports) | set(plan.egress_ports)),
              "config": cfg.model_dump(mode="json", by_alias=False), "monitor_pid": None,
              "started": time.time()}
-    write_json_atomic(state_path(name), state)  # first, so `down` can undo a crash half-way
+    write_atomic(state_path(name), json.dumps(state, indent=1))  # first: `down` can undo a crash
     node = Node(name, netns, plan.ports)
     try:
         node.__enter__()
@@ -113,7 +107,7 @@ def up(cfg: NodeConfig, netns: str | None = None, monitor: bool = True) -> dict:
         node.attach(plan.ingress_ports, plan.egress_ports)
         if monitor and any(r.latent for r in plan.recoveries):
             state["monitor_pid"] = _start_monitor(name)
-            write_json_atomic(state_path(name), state)
+            write_atomic(state_path(name), json.dumps(state, indent=1))
     except BaseException:
         node.close()
         down(name)
@@ -138,9 +132,9 @@ def down(name: str) -> bool:
     if path.exists():
         state = json.loads(path.read_text())
         if state.get("monitor_pid"):
-            _stop(state["monitor_pid"])
+            processes.stop([state["monitor_pid"]])
         netns = state.get("netns")
-        if netns is None or Path("/run/netns", netns).exists():
+        if netns is None or netns_exists(netns):
             for port in state.get("attached", []):
                 detach(netns, port)
     bpfsys.unpin(PIN_ROOT / name)
@@ -151,37 +145,19 @@ def down(name: str) -> bool:
     return found
 
 
-def _stop(pid: int, timeout_s: float = 3.0) -> None:
-    """Stops process `pid`: SIGTERM, SIGKILL after `timeout_s`; returns once it is gone (reaped
-    if it is a child of this process) or, for a zombie someone else must reap, a second later."""
-    try:
-        os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline + 1.0:
-        try:
-            if os.waitpid(pid, os.WNOHANG)[0] == pid:
-                return
-        except ChildProcessError:
-            pass  # not a child of this process
-        try:
-            os.kill(pid, signal.SIGKILL if time.monotonic() > deadline else 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.02)
+def _running(name: str) -> tuple[dict, NodePlan, Node]:
+    """Running data plane `name`: its state, its compiled configuration, and the node with its
+    maps open (the caller releases it)."""
+    state = read_state(name)
+    plan = parse_config(state["config"], f"state of {name}").plan
+    return state, plan, Node.loaded(name, state["netns"], plan.ports)
 
 
 def snapshot(name: str) -> dict:
     """Every counter of running data plane `name` as one plain record: per stream (by handle)
     its generation and recovery functions, per port and stream, per port; and the latent
     error monitor's findings if it runs."""
-    state = read_state(name)
-    cfg = parse_config(state["config"], f"state of {name}")
-    plan = compile_node(cfg)
-    maps = open_maps(PIN_ROOT / name)
-    node = Node(name, state["netns"], plan.ports)
-    node.maps = maps
+    state, plan, node = _running(name)
     try:
         streams = []
         for stream, handle in enumerate(plan.handles):
@@ -216,32 +192,27 @@ def monitor(name: str, on_alarm, interval_s: float | None = None, stop=lambda: F
     `name` that has latent-error-detection: polls them, runs frerlab.frer.LatentErrorDetector,
     writes the findings to latent_path(name) after every poll and calls `on_alarm(finding)`
     when a test signals an error. Runs until `stop()` is true or the data plane goes down."""
-    state = read_state(name)
-    plan = compile_node(parse_config(state["config"], f"state of {name}"))
-    watched = [r for r in plan.recoveries if r.latent]
-    if not watched:
-        raise UsageError(f"data plane {name!r} has no sequence-recovery with latent-error-detection")
-    interval_s = interval_s or min(r.latent.period for r in watched) / 4000
-    maps = open_maps(PIN_ROOT / name)
-    key = {id(r): layout.key(r.stream * layout.RCVY_PER_STREAM + r.instance) for r in watched}
+    state, plan, node = _running(name)
     try:
+        watched = []  # (recovery function, its detector, its findings)
+        for r in plan.recoveries:
+            if r.latent:
+                c = node.recovery_counters(r.stream, r.instance)
+                detector = LatentErrorDetector(
+                    r.latent.difference, r.latent.period * 1_000_000, r.latent.paths,
+                    r.latent.reset_period * 1_000_000, start_ns=0, passed_packets=c["passed_packets"],
+                    discarded_packets=c["discarded_packets"])
+                watched.append((r, detector, {"stream": r.handle, "paths": r.latent.paths,
+                                              "difference_threshold": r.latent.difference, "active": False,
+                                              "alarms": 0, "last": None, "latent_error_resets": 0}))
+        if not watched:
+            raise UsageError(f"data plane {name!r} has no sequence-recovery with latent-error-detection")
+        interval_s = interval_s or min(r.latent.period for r, _, _ in watched) / 4000
         start = time.monotonic_ns()
-        detectors = {}
-        findings = {}
-        for r in watched:
-            c = layout.rcvy_counters(maps["rcvy"].lookup(key[id(r)]))
-            detectors[id(r)] = LatentErrorDetector(
-                r.latent.difference, r.latent.period * 1_000_000, r.latent.paths,
-                r.latent.reset_period * 1_000_000, start_ns=0, passed_packets=c["passed_packets"],
-                discarded_packets=c["discarded_packets"])
-            findings[id(r)] = {"stream": r.handle, "paths": r.latent.paths,
-                               "difference_threshold": r.latent.difference, "active": False,
-                               "alarms": 0, "last": None, "latent_error_resets": 0}
         while not stop() and state_path(name).exists():
             now = time.monotonic_ns() - start
-            for r in watched:
-                c = layout.rcvy_counters(maps["rcvy"].lookup(key[id(r)]))
-                detector, finding = detectors[id(r)], findings[id(r)]
+            for r, detector, finding in watched:
+                c = node.recovery_counters(r.stream, r.instance)
                 error = detector.poll(now, c["passed_packets"], c["discarded_packets"])
                 finding["latent_error_resets"] = detector.latent_error_resets
                 if error is not None:
@@ -252,9 +223,9 @@ def monitor(name: str, on_alarm, interval_s: float | None = None, stop=lambda: F
                 # an alarm stands until a test passes: one period after the last one that fired
                 finding["active"] = (finding["last"] is not None
                                      and now - finding["last"]["at_s"] * 1e9 <= r.latent.period * 1_000_000)
-            write_json_atomic(latent_path(name), {"updated": time.time(), "functions": list(findings.values())})
+            write_atomic(latent_path(name), json.dumps({"updated": time.time(),
+                                                         "functions": [finding for _, _, finding in watched]}))
             time.sleep(interval_s)
     finally:
-        for m in maps.values():
-            m.close()
+        node.release()
 

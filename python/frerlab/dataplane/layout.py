@@ -32,7 +32,7 @@ VLAN_MODES = {"all": 0, "tagged": 1, "priority": 2}
 VLAN_ALL = VLAN_MODES["all"]
 (MATCH_DMAC, MATCH_SMAC, MATCH_IPV4, MATCH_IPV6, MATCH_IP_SRC, MATCH_IP_DST, MATCH_DSCP,
  MATCH_PROTO, MATCH_SPORT, MATCH_DPORT, MATCH_IP, MATCH_VID_PCP) = (1 << i for i in range(12))
-OUT_SET_DMAC, OUT_SET_VID, OUT_LOCAL, OUT_SET_PCP, OUT_UNTAG = 0x1, 0x2, 0x4, 0x8, 0x10
+OUT_SET_DMAC, OUT_SET_VID, OUT_LOCAL, OUT_SET_PCP = 0x1, 0x2, 0x4, 0x8
 STREAM_GENERATE, STREAM_RECOVER, STREAM_INDIVIDUAL, STREAM_ENCODE = 0x1, 0x2, 0x4, 0x8
 ALGORITHMS = {"vector": 0, "match": 1}
 RCVY_ENABLED, RCVY_TAKE_NO_SEQUENCE, RCVY_INDIVIDUAL = 0x1, 0x2, 0x4
@@ -50,6 +50,12 @@ assert STREAM_SIZE == 136, f"struct frer_stream packs {STREAM_SIZE} bytes, frer_
 def key(index: int) -> bytes:
     """An array map key."""
     return U32.pack(index)
+
+
+def rcvy_key(stream: int, instance: int = 0) -> bytes:
+    """The `rcvy` map key of a stream's recovery function: instance 0 is the compound stream's
+    sequence recovery, 1 + p the individual recovery on port p."""
+    return key(stream * RCVY_PER_STREAM + instance)
 
 
 def settings(n_identities: int, bridge_ports: int = 0, fixed_now_ns: int | None = None) -> bytes:

@@ -125,6 +125,14 @@ class Node:
         self.attached: list[str] = []
         self.n_identities = 0
 
+    @classmethod
+    def loaded(cls, name: str, netns: str | None, ports: list[str]) -> Node:
+        """A node another process loaded (`frerlab dataplane up`), with its maps opened to read
+        or configure it; `release()` closes them again."""
+        node = cls(name, netns, ports)
+        node.maps = open_maps(node.pin_dir)
+        return node
+
     def ifindex(self, port: str) -> int:
         """The interface index of `port` in the node's namespace."""
         if port not in self.ports:
@@ -166,7 +174,7 @@ class Node:
                  | (layout.STREAM_RECOVER if recovery else 0))
         self.maps["streams"].update(layout.key(stream), layout.stream(flags, outs))
         if recovery:
-            self.maps["rcvy"].update(layout.key(stream * layout.RCVY_PER_STREAM), recovery.pack())
+            self.maps["rcvy"].update(layout.rcvy_key(stream), recovery.pack())
         self.maps["identities"].update(layout.key(self.n_identities), layout.match_all_identity(stream, mask))
         self.n_identities += 1
         self.maps["settings"].update(layout.key(0), layout.settings(self.n_identities))
@@ -180,7 +188,7 @@ class Node:
                                   o.vid, o.dmac, o.pcp) for o in outputs]
             self.maps["streams"].update(layout.key(stream), layout.stream(flags, outs))
         for r in plan.recoveries:
-            self.maps["rcvy"].update(layout.key(r.stream * layout.RCVY_PER_STREAM + r.instance), r.config.pack())
+            self.maps["rcvy"].update(layout.rcvy_key(r.stream, r.instance), r.config.pack())
         for index, identity in enumerate(plan.identities):
             self.maps["identities"].update(layout.key(index), identity.pack())
         self.n_identities = len(plan.identities)
@@ -201,19 +209,16 @@ class Node:
     def recovery_counters(self, stream: int, instance: int = 0) -> dict[str, int]:
         """The clause-10 counters of a recovery function of the stream: instance 0 is the
         compound stream's sequence recovery, 1 + p the individual recovery on port p."""
-        return layout.rcvy_counters(self.maps["rcvy"].lookup(layout.key(stream * layout.RCVY_PER_STREAM + instance)))
-
-    def _percpu_sum(self, name: str, index: int) -> list[int]:
-        return percpu_sum(self.maps, name, index)
+        return layout.rcvy_counters(self.maps["rcvy"].lookup(layout.rcvy_key(stream, instance)))
 
     def port_counters(self, port: int) -> dict[str, int]:
         """The counters of port index `port`, summed over CPUs (layout.PORT_COUNTERS)."""
-        return dict(zip(layout.PORT_COUNTERS, self._percpu_sum("port_stats", port)))
+        return dict(zip(layout.PORT_COUNTERS, percpu_sum(self.maps, "port_stats", port)))
 
     def stream_port_counters(self, stream: int, port: int) -> dict[str, int]:
         """The counters of a stream on a port, summed over CPUs (layout.STREAM_PORT_COUNTERS)."""
         return dict(zip(layout.STREAM_PORT_COUNTERS,
-                        self._percpu_sum("stream_port_stats", stream * layout.MAX_PORTS + port)))
+                        percpu_sum(self.maps, "stream_port_stats", stream * layout.MAX_PORTS + port)))
 
     def generation_counters(self, stream: int) -> dict[str, int]:
         """Frames numbered by the stream's sequence generation, and its resets."""
