@@ -29,8 +29,7 @@ use frerlab_traffic::sys;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::{self, BufRead, BufReader, Read, Write};
-use std::mem::{size_of, zeroed};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -43,8 +42,6 @@ pub const DEFAULT_LIMIT: usize = 100_000;
 const FRAME_CAPACITY: usize = 65_536;
 /// Socket buffers asked for: room for 10 ms of 1518-byte frames at 10 Gbit/s.
 const SOCKET_BUFFER: i32 = 16 << 20;
-/// `PACKET_IGNORE_OUTGOING` from linux/if_packet.h (not in the libc crate).
-const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
 /// Longest request accepted, and how long a client may take to send it or read the reply.
 const REQUEST_LIMIT: u64 = 1 << 16;
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(1);
@@ -141,89 +138,29 @@ struct Direction {
     counters: DirectionCounters,
 }
 
-fn check(ret: libc::c_int, what: &str) -> io::Result<libc::c_int> {
-    if ret < 0 {
-        let err = io::Error::last_os_error();
-        Err(io::Error::new(err.kind(), format!("{what}: {err}")))
-    } else {
-        Ok(ret)
-    }
-}
-
-fn set_nonblocking(fd: &OwnedFd) -> io::Result<()> {
-    // SAFETY: fcntl on a descriptor we own.
-    let flags = check(
-        unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) },
-        "fcntl",
-    )?;
-    check(
-        unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK) },
-        "fcntl",
-    )
-    .map(drop)
-}
-
 /// An AF_PACKET socket receiving every frame that arrives at device `index` (not the ones it
 /// sends), each behind its virtio-net header, non-blocking, with receive timestamps, drop
 /// counts and VLAN metadata.
 fn input_socket(name: &str, index: i32) -> io::Result<OwnedFd> {
-    let protocol = (libc::ETH_P_ALL as u16).to_be();
-    // SAFETY: plain syscall; the descriptor is owned by the OwnedFd.
-    let raw = check(
-        unsafe {
-            libc::socket(
-                libc::AF_PACKET,
-                libc::SOCK_RAW | libc::SOCK_CLOEXEC,
-                i32::from(protocol),
-            )
-        },
-        "cannot open an AF_PACKET socket (needs CAP_NET_RAW)",
-    )?;
-    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-    let one: libc::c_int = 1;
-    // SAFETY: `one` lives for the call and its size is passed.
-    check(
-        unsafe {
-            libc::setsockopt(
-                raw,
-                libc::SOL_PACKET,
-                PACKET_IGNORE_OUTGOING,
-                &one as *const _ as *const libc::c_void,
-                size_of::<libc::c_int>() as u32,
-            )
-        },
-        "PACKET_IGNORE_OUTGOING",
-    )?;
-    let mut sll: libc::sockaddr_ll = unsafe { zeroed() };
-    sll.sll_family = libc::AF_PACKET as u16;
-    sll.sll_protocol = protocol;
-    sll.sll_ifindex = index;
-    // SAFETY: `sll` is a valid sockaddr_ll of the length given.
-    check(
-        unsafe {
-            libc::bind(
-                raw,
-                &sll as *const _ as *const libc::sockaddr,
-                size_of::<libc::sockaddr_ll>() as u32,
-            )
-        },
-        &format!("cannot bind an AF_PACKET socket to {name:?}"),
-    )?;
+    let fd = sys::packet_socket(index, libc::ETH_P_ALL as u16).map_err(|e| {
+        io::Error::new(e.kind(), format!("reading device {name:?}: {e}"))
+    })?;
+    sys::ignore_outgoing(&fd)?;
     sys::enable_vnet_header(&fd)?;
     sys::enable_auxdata(&fd)?;
     sys::set_buffers(&fd, SOCKET_BUFFER);
     sys::prepare_receive(&fd, Duration::from_secs(1))?;
-    set_nonblocking(&fd)?;
+    sys::set_nonblocking(&fd)?;
     Ok(fd)
 }
 
 impl Direction {
     fn open(spec: &DirectionSpec) -> io::Result<Direction> {
         let input = input_socket(&spec.input, sys::interface_index(&spec.input)?)?;
-        let output = sys::packet_socket(sys::interface_index(&spec.output)?, false)?;
+        let output = sys::packet_socket(sys::interface_index(&spec.output)?, 0)?;
         sys::enable_vnet_header(&output)?;
         sys::set_buffers(&output, SOCKET_BUFFER);
-        set_nonblocking(&output)?;
+        sys::set_nonblocking(&output)?;
         Ok(Direction {
             spec: spec.clone(),
             input,

@@ -163,7 +163,7 @@ impl Receiver {
             Mode::Udp => sys::udp_socket((config.bind.unwrap_or(Ipv4Addr::UNSPECIFIED), config.port), None)?,
             Mode::Raw => {
                 let name = config.interface.as_deref().ok_or_else(|| invalid("raw mode needs an interface".into()))?;
-                let fd = sys::packet_socket(sys::interface_index(name)?, true)?;
+                let fd = sys::packet_socket(sys::interface_index(name)?, libc::ETH_P_IP as u16)?;
                 sys::enable_vnet_header(&fd)?;
                 fd
             }

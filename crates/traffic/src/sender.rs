@@ -241,7 +241,7 @@ impl Sender {
                 };
                 let src_port = if config.source_port == 0 { config.port } else { config.source_port };
                 let addresses = Addresses { dst_mac, src_mac, src_ip, dst_ip: config.destination, src_port, dst_port: config.port };
-                let fd = sys::packet_socket(index, false)?;
+                let fd = sys::packet_socket(index, 0)?;
                 (fd, size.bytes_without_fcs() as usize, packet::HEADERS_LEN, Some(addresses))
             }
         };

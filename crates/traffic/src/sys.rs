@@ -147,12 +147,14 @@ pub fn interface_addresses(name: &str) -> io::Result<([u8; 6], Ipv4Addr)> {
     Ok((mac, Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr))))
 }
 
-/// An AF_PACKET raw socket bound to interface `index`, receiving IPv4 frames if `receive`.
+/// An AF_PACKET raw socket bound to interface `index`, receiving the frames of EtherType
+/// `ethertype` (host order; `libc::ETH_P_ALL` for every frame, 0 for none: a socket that only
+/// sends).
 ///
 /// # Errors
 /// When the socket cannot be created (needs CAP_NET_RAW) or bound.
-pub fn packet_socket(index: i32, receive: bool) -> io::Result<OwnedFd> {
-    let protocol = if receive { (libc::ETH_P_IP as u16).to_be() } else { 0 };
+pub fn packet_socket(index: i32, ethertype: u16) -> io::Result<OwnedFd> {
+    let protocol = ethertype.to_be();
     let fd = socket(libc::AF_PACKET, libc::SOCK_RAW, i32::from(protocol))
         .map_err(|e| with_context(e, "cannot open an AF_PACKET socket (needs CAP_NET_RAW)"))?;
     let mut sll: libc::sockaddr_ll = unsafe { zeroed() };
@@ -165,6 +167,29 @@ pub fn packet_socket(index: i32, receive: bool) -> io::Result<OwnedFd> {
     })
     .map_err(|e| with_context(e, "cannot bind the AF_PACKET socket"))?;
     Ok(fd)
+}
+
+/// `PACKET_IGNORE_OUTGOING` from linux/if_packet.h (not in the libc crate).
+const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
+
+/// Makes an AF_PACKET socket skip the frames the host sends out of its device (it then sees
+/// only what arrives).
+///
+/// # Errors
+/// When the kernel refuses the option (before Linux 4.20).
+pub fn ignore_outgoing(fd: &OwnedFd) -> io::Result<()> {
+    set_option(fd.as_raw_fd(), libc::SOL_PACKET, PACKET_IGNORE_OUTGOING, 1i32)
+        .map_err(|e| with_context(e, "PACKET_IGNORE_OUTGOING"))
+}
+
+/// Makes reads and writes on `fd` return at once instead of waiting.
+///
+/// # Errors
+/// The OS error of fcntl.
+pub fn set_nonblocking(fd: &OwnedFd) -> io::Result<()> {
+    // SAFETY: fcntl on a descriptor the caller owns.
+    let flags = check(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) })?;
+    check(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK) }).map(drop)
 }
 
 /// `PACKET_VNET_HDR` from linux/if_packet.h.
