@@ -24,7 +24,7 @@ from frerlab.dataplane.config import load_config
 from frerlab.dataplane.node import PIN_ROOT
 from frerlab.errors import UsageError
 from frerlab.netns import Namespaces
-from frerlab.traffic.tools.base import wait_for_udp_port
+from frerlab.traffic.across import stream_across
 
 pytestmark = NEEDS_BPF
 CONFIGS = ROOT / "configs" / "dataplane"
@@ -41,27 +41,11 @@ def config(file: str, **changes):
     return cfg.model_copy(update=changes)
 
 
-def send_stream(net: Namespaces, talker: str, listener: str, count: int, rate: str = "10k",
-                during=None) -> dict:
+def send_stream(net: Namespaces, talker: str, listener: str, count: int, rate: str = "10k") -> dict:
     """frerlab gen send from talker to 198.18.0.2 while gen recv listens; the one stream's report."""
     with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "recv.json"
-        recv = subprocess.Popen(net.exec(listener, [*CLI, "gen", "recv", "--port", "5555", "--duration", "30",
-                                                    "--linger", "0.5", "--output", str(out)]),
-                                stdout=subprocess.DEVNULL)
-        try:
-            wait_for_udp_port(net.exec(listener, []), 5555)
-            send = subprocess.Popen(net.exec(talker, [*CLI, "gen", "send", "--dst", "198.18.0.2", "--port", "5555",
-                                                      "--rate-fps", rate, "--count", str(count)]),
-                                    stdout=subprocess.DEVNULL)
-            if during:
-                during()
-            assert send.wait(timeout=60) in (0, 3)
-            recv.wait(timeout=60)
-        finally:
-            recv.kill()
-        (stream,) = json.loads(out.read_text())["streams"]
-    return stream
+        return stream_across(net.exec(talker, []), net.exec(listener, []), "198.18.0.2",
+                             ["--rate-fps", rate, "--count", str(count)], Path(tmp)).stream()
 
 
 @pytest.fixture

@@ -25,13 +25,12 @@ from conftest import NEEDS_BPF, ROOT
 from frerlab.errors import UsageError
 from frerlab.impair import GilbertElliott, Impairment, PathImpairment, remove_leftovers
 from frerlab.impair.path import PIN_ROOT, STATE_ROOT
-from frerlab.netns import Namespaces, ip
+from frerlab.netns import Namespaces, exists, ip
 from frerlab.pcap import read_pcap
-from frerlab.traffic.tools.base import wait_for_udp_port
+from frerlab.traffic.across import stream_across
 
 pytestmark = NEEDS_BPF
 
-CLI = [sys.executable, "-m", "frerlab.cli"]
 SENDER_IP, RECEIVER_IP, PORT = "198.18.0.1", "198.18.0.2", 5555
 _ids = itertools.count()
 
@@ -74,44 +73,30 @@ class Harness(Namespaces):
         # The receiver stops 0.5 s after the end-of-stream probe, or after this (time for the
         # sender to start, then to send) when nothing arrives.
         duration = count / fps + 3
-        timeout = duration + 20
         with tempfile.TemporaryDirectory(prefix="frerlab-impair-") as tmp:
-            out, pcap = Path(tmp) / "recv.json", Path(tmp) / "cap.pcap"
-            procs: list[subprocess.Popen] = []
+            pcap, dump, seqs = Path(tmp) / "cap.pcap", None, None
             try:
                 if capture:
                     dump = subprocess.Popen(self.exec(dst, ["tcpdump", "-i", dst_dev, "-n", "-s", "80", "-B", "32768",
                                                               "--immediate-mode", "-w", str(pcap), "udp"]),
                                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-                    procs.append(dump)
                     assert "listening" in dump.stderr.readline()
-                recv = subprocess.Popen(self.exec(dst, [*CLI, "gen", "recv", "--port", str(PORT), "--duration",
-                                                          str(duration), "--linger", "0.5", "--output", str(out)]),
-                                        stdout=subprocess.DEVNULL)
-                procs.append(recv)
-                wait_for_udp_port(self.exec(dst, []), PORT)
-                send = subprocess.Popen(self.exec(src, [*CLI, "gen", "send", "--dst", dst_ip, "--port",
-                                                          str(PORT), "--rate-fps", str(fps), "--count", str(count)]),
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-                procs.append(send)
-                # exit 3: the sender fell behind its pacing but sent everything
-                assert send.wait(timeout=timeout) in (0, 3), send.stderr.read()
-                recv.wait(timeout=timeout)
-                seqs = None
+                reports = stream_across(self.exec(src, []), self.exec(dst, []), dst_ip,
+                                        ["--rate-fps", str(fps), "--count", str(count)], Path(tmp) / "gen",
+                                        recv_args=["--duration", str(duration)], port=PORT,
+                                        timeout_s=duration + 20)
                 if capture:
                     time.sleep(0.2)
                     dump.send_signal(signal.SIGINT)
                     dump.wait(timeout=10)
                     seqs = _data_seqs(pcap)
-                streams = json.loads(out.read_text())["streams"]
-                assert len(streams) <= 1, streams
-                report = streams[0] if streams else None
             finally:
-                for proc in procs:
-                    if proc.poll() is None:
-                        proc.kill()
-                        proc.wait()
-        return report, seqs
+                if dump and dump.poll() is None:
+                    dump.kill()
+                    dump.wait()
+        streams = reports.receiver["streams"]
+        assert len(streams) <= 1, streams
+        return (streams[0] if streams else None), seqs
 
 
 def _data_seqs(pcap: Path) -> list[int]:
@@ -150,7 +135,7 @@ def _leftovers(harness: Harness, name: str) -> list[str]:
     if (STATE_ROOT / name).exists():
         found.append(f"state {STATE_ROOT / name}")
     found += [f"process {pid}" for pid in _delay_line_pids(name)]
-    if Path("/run/netns", harness.ns["path"]).exists():
+    if exists(harness.ns["path"]):
         links = [link["ifname"] for link in json.loads(ip("-n", harness.ns["path"], "-j", "link", "show"))]
         found += [f"device {dev}" for dev in links if dev not in ("lo", "pa", "pb")]
         for dev in ("pa", "pb"):
