@@ -90,7 +90,24 @@ def _release_bpffs() -> None:
             BPFFS.parent.rmdir()
 
 
-class RunTimeStats:
+class Descriptor:
+    """A BPF file descriptor, closed on `close()` or when the `with` block ends."""
+
+    fd: int
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class RunTimeStats(Descriptor):
     """Run-time statistics of every BPF program (`run_time_ns`, `run_cnt`), on while open.
 
     BPF_ENABLE_STATS: the kernel counts while any such descriptor is open and stops when the
@@ -101,37 +118,15 @@ class RunTimeStats:
         attr = ctypes.create_string_buffer(struct.pack("<I", 0), 4)  # BPF_STATS_RUN_TIME
         self.fd = _bpf(_ENABLE_STATS, attr, "enabling BPF run-time statistics")
 
-    def close(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
 
-    def __enter__(self) -> RunTimeStats:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-class Pinned:
-    """A file descriptor of a pinned program or map, closed on `close()` or at exit."""
+class Pinned(Descriptor):
+    """A file descriptor of a pinned program or map."""
 
     def __init__(self, path: Path) -> None:
         name = ctypes.create_string_buffer(os.fsencode(path))
         attr = ctypes.create_string_buffer(struct.pack("<QII", ctypes.addressof(name), 0, 0), 16)
         self.path = path
         self.fd = _bpf(_OBJ_GET, attr, f"opening pinned {path}")
-
-    def close(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
-
-    def __enter__(self) -> Pinned:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 class Map(Pinned):
