@@ -71,6 +71,14 @@ struct {
 	__type(value, struct frer_rcvy);
 } rcvy SEC(".maps");
 
+/* management resets asked for, per recovery function (see struct frer_rcvy) */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, FRER_MAX_STREAMS * FRER_RCVY_PER_STREAM);
+	__type(key, __u32);
+	__type(value, __u32);
+} rcvy_reset_requests SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, FRER_MAX_PORTS);
@@ -94,8 +102,6 @@ struct {
 } fdb SEC(".maps");
 
 #define HDR_MAX 128 /* bytes of headers read per frame: Eth + 2 VLAN + R-TAG + IPv4 opts + L4 */
-/* Longest frame whose R-TAG can be removed (a power of two above 1522 + R-TAG). */
-#define POP_MAX_LEN 2048
 
 #define ETH_P_8021Q_BE bpf_htons(ETH_P_8021Q)
 #define ETH_P_8021AD_BE bpf_htons(ETH_P_8021AD)
@@ -105,10 +111,9 @@ struct frame {
 	__u32 len;         /* bytes copied into hdr */
 	__u16 l2_end;      /* offset of the R-TAG (or where one would go): after MACs and tags */
 	__u16 vid;         /* outer VLAN ID (host order) */
-	__u8 pcp;          /* outer VLAN priority */
 	__u8 vlan;         /* a VLAN tag is present (in the frame or in skb metadata) */
 	__u8 rtag;         /* an R-TAG is present */
-	__u8 rtag_bad;     /* an R-TAG is truncated or its reserved field is not 0 */
+	__u8 rtag_bad;     /* an R-TAG is cut short by the end of the frame */
 	__u8 ip;           /* 4, 6 or 0 */
 	__u16 seq;         /* R-TAG sequence number (host order), valid if rtag */
 	__u8 dscp;
@@ -128,18 +133,6 @@ struct {
 	__type(key, __u32);
 	__type(value, struct frame);
 } scratch SEC(".maps");
-
-/* The bytes after an R-TAG while it is removed (rtag_pop). */
-struct frer_pop_buf {
-	__u8 bytes[POP_MAX_LEN];
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct frer_pop_buf);
-} pop_scratch SEC(".maps");
 
 enum parse_result { PARSE_OK, PARSE_MALFORMED };
 
@@ -224,7 +217,6 @@ static __always_inline enum parse_result parse(struct __sk_buff *skb, struct fra
 	f->len = len;
 	f->vlan = 0;
 	f->vid = 0;
-	f->pcp = 0;
 	f->rtag = 0;
 	f->rtag_bad = 0;
 	f->seq = 0;
@@ -241,7 +233,6 @@ static __always_inline enum parse_result parse(struct __sk_buff *skb, struct fra
 	if (skb->vlan_present) {
 		f->vlan = 1;
 		f->vid = skb->vlan_tci & 0x0fff;
-		f->pcp = skb->vlan_tci >> 13;
 	}
 	etype = hdr_u16(f, off);
 	/* up to two VLAN tags inside the frame (the outer one identifies) */
@@ -253,7 +244,6 @@ static __always_inline enum parse_result parse(struct __sk_buff *skb, struct fra
 		if (!f->vlan) {
 			f->vlan = 1;
 			f->vid = hdr_u16(f, off + 2) & 0x0fff;
-			f->pcp = hdr_u16(f, off + 2) >> 13;
 		}
 		off += 4;
 		etype = hdr_u16(f, off);
@@ -265,9 +255,7 @@ static __always_inline enum parse_result parse(struct __sk_buff *skb, struct fra
 			f->rtag_bad = 1;
 			return PARSE_OK;
 		}
-		/* reserved != 0: an encoding error, but the frame is still identified (looking
-		 * through the tag) so the stream's counter can count it */
-		f->rtag_bad = hdr_u16(f, off + 2) != 0;
+		/* the reserved field is ignored on receipt (docs/8021cb-decisions.md) */
 		f->seq = hdr_u16(f, off + 4);
 		off += FRER_RTAG_LEN;
 		etype = hdr_u16(f, off);
@@ -292,10 +280,15 @@ static __always_inline int addr_eq(const __be32 *a, const __be32 *b, int words)
 	return 1;
 }
 
+/* Whether frame f, received on (or sent from) port with its PVID, is identity id's. An
+ * untagged or priority-tagged (VID 0) frame's VLAN is the port's PVID (802.1Q 6.9); the PCP is
+ * never matched (crates/frer/src/identify.rs is the reference). */
 static __always_inline int identity_matches(const struct frer_identity *id,
-					    const struct frame *f, __u32 port, __u8 direction)
+					    const struct frame *f, __u32 port, __u8 direction,
+					    __u16 pvid)
 {
 	__u16 m = id->fields;
+	__u16 vid = f->vlan && f->vid ? f->vid : pvid;
 
 	if (id->direction != direction || !(id->port_mask & (1u << (port & 31))))
 		return 0;
@@ -303,9 +296,7 @@ static __always_inline int identity_matches(const struct frer_identity *id,
 		return 0;
 	if (id->vlan_mode == FRER_VLAN_PRIORITY && f->vlan && f->vid != 0)
 		return 0;
-	if (id->vid && (!f->vlan || f->vid != id->vid))
-		return 0;
-	if ((m & FRER_MATCH_VID_PCP) && (!f->vlan || f->vid != id->vid || f->pcp != id->pcp))
+	if (id->vid && vid != id->vid)
 		return 0;
 	if ((m & FRER_MATCH_DMAC) && !mac_eq(id->dmac, &f->hdr[0]))
 		return 0;
@@ -352,12 +343,14 @@ __attribute__((noinline)) int frer_identify(__u32 port, __u32 direction)
 
 	if (!s || !f)
 		return -1;
+	__u16 pvid = s->pvid[port & (FRER_MAX_PORTS - 1)];
+
 	for (__u32 i = 0; i < FRER_MAX_IDENTITIES; i++) {
 		if (i >= s->n_identities)
 			break;
 		struct frer_identity *id = bpf_map_lookup_elem(&identities, &i);
 
-		if (id && identity_matches(id, f, port, direction))
+		if (id && identity_matches(id, f, port, direction, pvid))
 			return id->stream < FRER_MAX_STREAMS ? id->stream : -1;
 	}
 	return -1;
@@ -446,14 +439,21 @@ __attribute__((noinline)) int frer_recover(__u32 key, __u32 has_seq, __u32 seq_i
 {
 	__u16 seq = seq_in;
 	struct frer_rcvy *r = bpf_map_lookup_elem(&rcvy, &key);
+	__u32 *reset_requests = bpf_map_lookup_elem(&rcvy_reset_requests, &key);
 	enum verdict v = VERDICT_PASS;
 	int reload = 0;
 
 	if (!r || !(r->flags & FRER_RCVY_ENABLED))
 		return VERDICT_PASS;
 	bpf_spin_lock(&r->lock);
+	if (reset_requests && *reset_requests != r->resets_requested) {
+		r->resets_requested = *reset_requests;
+		rcvy_reset(r);
+	}
+	/* `now` was read before the lock: another CPU may have stored a later reload meanwhile,
+	 * so the difference is signed (negative: not due), never a wrapped huge value */
 	if (r->reset_timeout_ns && !r->take_any &&
-	    now - r->last_reload_ns >= r->reset_timeout_ns)
+	    (__s64)(now - r->last_reload_ns) >= (__s64)r->reset_timeout_ns)
 		rcvy_reset(r);
 	if (!has_seq) {
 		r->tagless++;
@@ -491,6 +491,7 @@ __attribute__((noinline)) int frer_recover(__u32 key, __u32 has_seq, __u32 seq_i
 	__s32 hl = r->history_length;
 	if (delta >= hl || delta <= -hl) {
 		r->rogue++;
+		r->last_rogue_ns = now;
 		v = VERDICT_DISCARD;
 	} else if (delta <= 0) {
 		if (hist_get(r, seq)) {
@@ -512,8 +513,12 @@ __attribute__((noinline)) int frer_recover(__u32 key, __u32 has_seq, __u32 seq_i
 		reload = 1;
 	}
 out:
-	if (reload || (v == VERDICT_DISCARD && has_seq && (r->flags & FRER_RCVY_INDIVIDUAL)))
+	/* the timer only moves forward (max(last, now)): see the check above */
+	if ((reload || (v == VERDICT_DISCARD && has_seq && (r->flags & FRER_RCVY_INDIVIDUAL))) &&
+	    (__s64)(now - r->last_reload_ns) > 0)
 		r->last_reload_ns = now;
+	if (v == VERDICT_PASS && has_seq)
+		r->last_pass_ns = now;
 	bpf_spin_unlock(&r->lock);
 	return v;
 }
@@ -554,22 +559,78 @@ static __always_inline int rtag_push(struct __sk_buff *skb, const struct frame *
 	return 0;
 }
 
-/* Remove the R-TAG at f->l2_end: the bytes after it move down by the tag's length through a
- * per-CPU buffer (two helper calls: cheaper than a copy loop in BPF, and no pull of shared
- * data first), then the tail is trimmed. bpf_skb_adjust_room() would be the obvious helper,
- * but it refuses frames whose skb->protocol is not IP (a received R-TAG frame's is 0xF1C1). */
+/* A VLAN tag as skb metadata holds it (the VLAN helpers' arguments). */
+struct vlan_tag {
+	__be16 proto;
+	__u16 tci;
+};
+
+/* Remove the R-TAG at f->l2_end. The bytes are taken from the front of the frame, as the
+ * kernel removes a VLAN tag: what comes before the R-TAG moves up, what comes after it stays
+ * where it is in memory. So the checksum offload offsets of a CHECKSUM_PARTIAL skb (csum_start
+ * counts from skb->head) stay right, and skb->protocol becomes the EtherType after the tag.
+ * Only the VLAN helpers set skb->protocol from the frame, and bpf_skb_adjust_room removes
+ * bytes at the front of IP frames only, hence four steps:
+ * 1. the R-TAG's EtherType becomes the one after it (IPv4's, for now, if that is not IP);
+ * 2. every VLAN tag leaves the frame: a dummy tag pushed into skb metadata moves the outer tag
+ *    into the frame and makes skb->protocol a VLAN type; each pop then drops the tag in
+ *    metadata and moves the frame's next one there, skb->protocol the EtherType after it;
+ * 3. the reserved field, sequence number and second EtherType (6 bytes after the Ethernet
+ *    header) go with bpf_skb_adjust_room;
+ * 4. a non-IP frame gets its EtherType back (and skb->protocol with one more push and pop),
+ *    and the real tags the pops dropped from metadata are pushed back, innermost first.
+ * The frame is the same on the wire as before but for the R-TAG; without a tag in metadata to
+ * begin with, its first in-frame tag may end up there (the kernel's own form on receive).
+ * l2: f->l2_end; etype: the EtherType after the R-TAG (host order). Returns 0 or -1 (the frame
+ * is then half-way: drop it). A global function, so the verifier checks it once on its own. */
+__attribute__((noinline)) int frer_rtag_pop(struct __sk_buff *skb, __u32 l2, __u32 etype)
+{
+	__u32 in_frame = (l2 - 12) / 4;
+	int ip = etype == ETH_P_IP || etype == ETH_P_IPV6, in_metadata = skb->vlan_present;
+	__be16 etype_be = bpf_htons(etype), step = ip ? etype_be : bpf_htons(ETH_P_IP);
+	struct vlan_tag outer = {}, first = {}; /* what pops 2 and 3 drop from metadata */
+
+	if (l2 != 12 && l2 != 16 && l2 != 20)
+		return -1;
+	if (bpf_skb_store_bytes(skb, l2, &step, 2, 0))
+		return -1;
+	if (!in_metadata && bpf_skb_vlan_push(skb, ETH_P_8021Q_BE, 0))
+		return -1;
+	if (bpf_skb_vlan_push(skb, ETH_P_8021Q_BE, 0))
+		return -1;
+	if (bpf_skb_vlan_pop(skb))
+		return -1;
+	if (in_frame >= 1) {
+		outer.proto = skb->vlan_proto;
+		outer.tci = skb->vlan_tci;
+		if (bpf_skb_vlan_pop(skb))
+			return -1;
+	}
+	if (in_frame == 2) {
+		first.proto = skb->vlan_proto;
+		first.tci = skb->vlan_tci;
+		if (bpf_skb_vlan_pop(skb))
+			return -1;
+	}
+	if (skb->protocol != step ||
+	    bpf_skb_adjust_room(skb, -FRER_RTAG_LEN, BPF_ADJ_ROOM_MAC, BPF_F_ADJ_ROOM_NO_CSUM_RESET))
+		return -1;
+	if (!ip && (bpf_skb_store_bytes(skb, 12, &etype_be, 2, 0) ||
+		    bpf_skb_vlan_push(skb, ETH_P_8021Q_BE, 0) || bpf_skb_vlan_pop(skb)))
+		return -1;
+	if (in_frame == 2 && bpf_skb_vlan_push(skb, first.proto, first.tci))
+		return -1;
+	if (in_frame >= 1 && in_metadata && bpf_skb_vlan_push(skb, outer.proto, outer.tci))
+		return -1;
+	if (in_frame == 0 && !in_metadata && bpf_skb_vlan_pop(skb))
+		return -1;
+	return 0;
+}
+
+/* Remove the R-TAG at f->l2_end (frer_rtag_pop). */
 static __always_inline int rtag_pop(struct __sk_buff *skb, const struct frame *f)
 {
-	__u32 zero = 0, len = skb->len, start = f->l2_end + FRER_RTAG_LEN, n;
-	struct frer_pop_buf *b = bpf_map_lookup_elem(&pop_scratch, &zero);
-
-	if (!b || len <= start || len > POP_MAX_LEN)
-		return -1;
-	n = (len - start) & (POP_MAX_LEN - 1);
-	if (!n || bpf_skb_load_bytes(skb, start, b->bytes, n) ||
-	    bpf_skb_store_bytes(skb, f->l2_end, b->bytes, n, 0))
-		return -1;
-	return bpf_skb_change_tail(skb, len - FRER_RTAG_LEN, 0) ? -1 : 0;
+	return frer_rtag_pop(skb, f->l2_end, hdr_u16(f, f->l2_end + FRER_RTAG_LEN));
 }
 
 /* The destination MAC and VLAN a frame had before any copy was rewritten. */
@@ -579,8 +640,16 @@ struct l2_original {
 	__u16 tci;
 };
 
+/* The traffic class (PCP, 0..7) a frame without a VLAN tag carries on this host: its
+ * skb->priority when that is a PCP, else 0 (a port's default priority when none is set). */
+static __always_inline __u16 untagged_pcp(const struct __sk_buff *skb)
+{
+	return skb->priority < 8 ? skb->priority : 0;
+}
+
 /* Give this copy its own destination MAC / VID / PCP (active stream identification), or the
- * original ones back if an earlier copy changed them. */
+ * original ones back if an earlier copy changed them. A tag pushed without a configured PCP
+ * keeps the frame's class: its tag's PCP, or its skb->priority if it had no tag. */
 static __always_inline int output_rewrite(struct __sk_buff *skb, const struct frer_output *o,
 					  const struct l2_original *orig, int *dirty)
 {
@@ -593,7 +662,7 @@ static __always_inline int output_rewrite(struct __sk_buff *skb, const struct fr
 	}
 	if (o->flags & FRER_OUT_SET_VID) {
 		__u16 pcp = (o->flags & FRER_OUT_SET_PCP) ? (__u16)(o->pcp & 7) << 13
-							   : (orig->vlan ? orig->tci & 0xe000 : 0);
+			    : orig->vlan ? orig->tci & 0xe000 : untagged_pcp(skb) << 13;
 
 		if (skb->vlan_present && bpf_skb_vlan_pop(skb))
 			return -1;
@@ -607,6 +676,23 @@ static __always_inline int output_rewrite(struct __sk_buff *skb, const struct fr
 			return -1;
 	}
 	return 0;
+}
+
+/* skb->priority of a copy leaving the FRER functions: the PCP of its outer VLAN tag (in skb
+ * metadata or in the frame), so a qdisc on the output port (mqprio, taprio, CBS, HTB by
+ * priority) sees its traffic class. An untagged copy keeps the priority it has. */
+static __always_inline void copy_priority(struct __sk_buff *skb)
+{
+	__u8 tag[4];
+
+	if (skb->vlan_present) {
+		skb->priority = skb->vlan_tci >> 13;
+		return;
+	}
+	if (bpf_skb_load_bytes(skb, 12, tag, 4))
+		return;
+	if ((tag[0] == 0x81 && tag[1] == 0x00) || (tag[0] == 0x88 && tag[1] == 0xa8))
+		skb->priority = tag[2] >> 5;
 }
 
 static __always_inline struct frer_port_stats *port_stats_of(__u32 port)
@@ -625,9 +711,24 @@ static __always_inline struct frer_stream_port_stats *sp_stats_of(__u32 stream, 
  * goes up to the stack (FRER_OUT_LOCAL on ingress; once more through the port's ingress if its
  * R-TAG was removed, because the kernel still takes it for an R-TAG frame) or, for a frame the
  * host sends, out of the port it was sent to when that is its output port. */
+/* The frame's sequence number (has_seq: it has one) and the time, for the recovery functions
+ * placed on the ports its copies leave by; base: the stream's first `rcvy` index. */
+struct recovery_ctx {
+	__u32 base;
+	__u32 has_seq;
+	__u32 seq;
+	__u64 now;
+};
+
+/* Send the stream's copies; returns the tc verdict for the original skb. A copy leaving a port
+ * with a sequence recovery function of the stream goes through it first. The last copy goes
+ * up to the stack (FRER_OUT_LOCAL on ingress; once more through the port's ingress if its
+ * R-TAG was removed, because the kernel still takes it for an R-TAG frame) or, for a frame the
+ * host sends, out of the port it was sent to when that is its output port. A copy is counted
+ * as output once it was handed to the port (the last one: once redirected). */
 static __always_inline int send_copies(struct __sk_buff *skb, const struct frer_stream *st,
 				       __u32 stream, struct frer_port_stats *ps, __u8 direction,
-				       int popped)
+				       int popped, const struct recovery_ctx *rc)
 {
 	__u32 n = st->n_outputs;
 	struct l2_original orig = { .vlan = skb->vlan_present, .tci = skb->vlan_tci };
@@ -641,27 +742,41 @@ static __always_inline int send_copies(struct __sk_buff *skb, const struct frer_
 		if (i >= n)
 			break;
 		const struct frer_output *o = &st->out[i];
-		struct frer_stream_port_stats *sp = sp_stats_of(stream, o->port % FRER_MAX_PORTS);
+		__u32 out_port = o->port % FRER_MAX_PORTS;
+		int local = o->flags & FRER_OUT_LOCAL;
+		struct frer_stream_port_stats *sp = local ? 0 : sp_stats_of(stream, out_port);
 		int last = i + 1 == n;
 
+		if (!local && (st->rcvy_ports & (1u << out_port)) &&
+		    frer_recover(rc->base + 1 + out_port, rc->has_seq, rc->seq, rc->now) == VERDICT_DISCARD) {
+			struct frer_port_stats *ops = port_stats_of(out_port);
+
+			if (ops)
+				ops->rcvy_discarded++;
+			if (last)
+				return TC_ACT_SHOT;
+			continue;
+		}
 		if (output_rewrite(skb, o, &orig, &dirty)) {
 			ps->tx_errors++;
 			continue;
 		}
-		if (sp)
-			sp->output++;
+		copy_priority(skb);
 		if (last) {
-			if ((o->flags & FRER_OUT_LOCAL) && direction == FRER_DIR_INGRESS && popped) {
+			if (sp)
+				sp->output++;
+			if (local && direction == FRER_DIR_INGRESS && popped) {
 				skb->mark |= FRER_MARK_REINJECTED;
 				return bpf_redirect(skb->ifindex, BPF_F_INGRESS);
 			}
-			if ((o->flags & FRER_OUT_LOCAL) ||
-			    (direction == FRER_DIR_EGRESS && o->ifindex == skb->ifindex))
+			if (local || (direction == FRER_DIR_EGRESS && o->ifindex == skb->ifindex))
 				return TC_ACT_OK;
 			return bpf_redirect(o->ifindex, 0);
 		}
 		if (bpf_clone_redirect(skb, o->ifindex, 0))
 			ps->tx_errors++;
+		else if (sp)
+			sp->output++;
 	}
 	return TC_ACT_SHOT;
 }
@@ -725,17 +840,19 @@ static __always_inline int frer_frame(struct __sk_buff *skb, __u32 ifindex, __u8
 	__u32 port, stream;
 	int sid, has_seq, popped = 0;
 	__u16 seq;
+	struct recovery_ctx rc = {};
 
 	if (!s || !port_p || !f)
 		return TC_ACT_OK;
-	if (direction == FRER_DIR_INGRESS && (skb->mark & FRER_MARK_REINJECTED)) {
-		skb->mark &= ~FRER_MARK_REINJECTED;
-		return TC_ACT_OK;
-	}
 	port = *port_p % FRER_MAX_PORTS;
 	ps = port_stats_of(port);
 	if (!ps)
 		return TC_ACT_OK;
+	if (direction == FRER_DIR_INGRESS && (skb->mark & FRER_MARK_REINJECTED)) {
+		skb->mark &= ~FRER_MARK_REINJECTED;
+		ps->reinjected++;
+		return TC_ACT_OK;
+	}
 	ps->frames++;
 	if (parse(skb, f) != PARSE_OK) {
 		ps->malformed++;
@@ -761,7 +878,20 @@ static __always_inline int frer_frame(struct __sk_buff *skb, __u32 ifindex, __u8
 	sp = sp_stats_of(stream, port);
 	if (!st || !sp)
 		return TC_ACT_SHOT;
-	sp->input++;
+	if (direction == FRER_DIR_INGRESS)
+		sp->input++;
+	else
+		sp->input_sent++;
+	/* A GSO packet is many frames not segmented yet (the tc hooks run before segmentation,
+	 * and BPF cannot segment): numbered, eliminated or re-tagged as one, all its frames would
+	 * share one sequence number. Refused; `frerlab dataplane up` turns off the offloads that
+	 * build such packets on the node's ports. */
+	if ((skb->gso_segs > 1 || skb->gso_size) &&
+	    (f->rtag || st->rcvy_ports ||
+	     (st->flags & (FRER_STREAM_GENERATE | FRER_STREAM_INDIVIDUAL | FRER_STREAM_RECOVER)))) {
+		ps->gso_refused++;
+		return TC_ACT_SHOT;
+	}
 	has_seq = f->rtag;
 	seq = f->seq;
 	if (st->flags & FRER_STREAM_GENERATE) {
@@ -773,18 +903,21 @@ static __always_inline int frer_frame(struct __sk_buff *skb, __u32 ifindex, __u8
 		__sync_fetch_and_add(&g->generated, 1);
 		has_seq = 1;
 	}
-	if (st->flags & (FRER_STREAM_INDIVIDUAL | FRER_STREAM_RECOVER)) {
-		__u64 now = now_ns(s);
-		__u32 base = stream * FRER_RCVY_PER_STREAM;
+	rc.base = stream * FRER_RCVY_PER_STREAM;
+	rc.has_seq = has_seq;
+	rc.seq = seq;
+	if ((st->flags & (FRER_STREAM_INDIVIDUAL | FRER_STREAM_RECOVER)) || st->rcvy_ports) {
+		__u32 individual = st->individual[port];
 
-		if ((st->flags & FRER_STREAM_INDIVIDUAL) &&
-		    frer_recover(base + 1 + port, has_seq, seq, now) == VERDICT_DISCARD) {
-			if (has_seq)
-				ps->rcvy_discarded++;
-			return TC_ACT_SHOT;
-		}
-		if ((st->flags & FRER_STREAM_RECOVER) &&
-		    frer_recover(base, has_seq, seq, now) == VERDICT_DISCARD) {
+		rc.now = now_ns(s);
+		/* the member stream's individual recovery, then the sequence recovery on this port,
+		 * then the compound stream's */
+		if (((st->flags & FRER_STREAM_INDIVIDUAL) && individual &&
+		     frer_recover(rc.base + individual, has_seq, seq, rc.now) == VERDICT_DISCARD) ||
+		    ((st->rcvy_ports & (1u << port)) &&
+		     frer_recover(rc.base + 1 + port, has_seq, seq, rc.now) == VERDICT_DISCARD) ||
+		    ((st->flags & FRER_STREAM_RECOVER) &&
+		     frer_recover(rc.base, has_seq, seq, rc.now) == VERDICT_DISCARD)) {
 			if (has_seq)
 				ps->rcvy_discarded++;
 			return TC_ACT_SHOT;
@@ -805,7 +938,7 @@ static __always_inline int frer_frame(struct __sk_buff *skb, __u32 ifindex, __u8
 			goto tx_error;
 		popped = 1;
 	}
-	return send_copies(skb, st, stream, ps, direction, popped);
+	return send_copies(skb, st, stream, ps, direction, popped, &rc);
 tx_error:
 	ps->tx_errors++;
 	return TC_ACT_SHOT;

@@ -44,13 +44,14 @@
 /* frer_settings.flags */
 #define FRER_SETTING_FIXED_CLOCK 0x1 /* use fixed_now_ns instead of bpf_ktime_get_ns() */
 
-/* Global settings of a data plane: array map `settings`, one entry. */
+/* Global settings of a data plane: array map `settings`, one entry. 56 bytes. */
 struct frer_settings {
 	__u32 n_identities;  /* entries of `identities` in use, tried in order */
 	__u32 bridge_ports;  /* mask of ports that plain-forward (learning bridge) other frames */
 	__u32 flags;         /* FRER_SETTING_* */
 	__u32 pad;
 	__u64 fixed_now_ns;  /* the clock under FRER_SETTING_FIXED_CLOCK (vector replay) */
+	__u16 pvid[FRER_MAX_PORTS]; /* per port: the VID of untagged and VID 0 frames (802.1Q 6.9) */
 };
 
 /* frer_identity.fields: which parameters must match (a clear bit means "any"). */
@@ -65,7 +66,6 @@ struct frer_settings {
 #define FRER_MATCH_SPORT 0x100
 #define FRER_MATCH_DPORT 0x200
 #define FRER_MATCH_IP 0x400       /* the frame must be IPv4 or IPv6 (IP identification) */
-#define FRER_MATCH_VID_PCP 0x800  /* tagged, with exactly vid (even 0) and pcp (active identity) */
 
 /* frer_identity.vlan_mode, the standard's "tagged" parameter */
 #define FRER_VLAN_ALL 0      /* tagged or not */
@@ -83,7 +83,7 @@ struct frer_identity {
 	__u16 stream;     /* stream index it identifies */
 	__u8 direction;   /* FRER_DIR_* */
 	__u8 vlan_mode;   /* FRER_VLAN_* */
-	__u16 vid;        /* VLAN ID to match, 0 = any */
+	__u16 vid;        /* VLAN ID to match (an untagged frame's is its port's PVID), 0 = any */
 	__u16 fields;     /* FRER_MATCH_* */
 	__u8 dmac[6];
 	__u8 smac[6];
@@ -91,8 +91,7 @@ struct frer_identity {
 	__u8 proto;       /* IP next protocol */
 	__be16 sport;
 	__be16 dport;
-	__u8 pcp;         /* under FRER_MATCH_VID_PCP */
-	__u8 pad;
+	__u8 pad[2];
 	__be32 ip_src[4]; /* IPv4 in [0], IPv6 in all four */
 	__be32 ip_dst[4];
 };
@@ -101,7 +100,8 @@ struct frer_identity {
 #define FRER_OUT_SET_DMAC 0x1 /* rewrite the destination MAC of this copy */
 #define FRER_OUT_SET_VID 0x2  /* give this copy a VLAN tag with this VID (replacing any) */
 #define FRER_OUT_LOCAL 0x4    /* deliver here: ingress -> local stack, egress -> this port */
-#define FRER_OUT_SET_PCP 0x8  /* with FRER_OUT_SET_VID: the tag's PCP is pcp (else the frame's) */
+#define FRER_OUT_SET_PCP 0x8  /* with FRER_OUT_SET_VID: the tag's PCP is pcp (else the frame's:
+			       * its tag's, or skb->priority 0..7 for an untagged frame) */
 
 /* One copy of a stream (one member port of a split). 16 bytes. */
 struct frer_output {
@@ -116,15 +116,23 @@ struct frer_output {
 /* frer_stream.flags */
 #define FRER_STREAM_GENERATE 0x1   /* sequence generation here (numbers untagged frames) */
 #define FRER_STREAM_RECOVER 0x2    /* sequence recovery of the compound stream here */
-#define FRER_STREAM_INDIVIDUAL 0x4 /* individual recovery per member port here */
+#define FRER_STREAM_INDIVIDUAL 0x4 /* individual recovery of member streams here (individual[]) */
 #define FRER_STREAM_ENCODE 0x8     /* copies leave with an R-TAG (else it is removed) */
 
-/* What one node does with one stream. Array map `streams`, 136 bytes. */
+/* What one node does with one stream. Array map `streams`, 160 bytes. Recovery instances
+ * beyond the compound one (index 0 of the stream's `rcvy` entries) are per port: a sequence
+ * recovery function placed on port p (bit p of rcvy_ports: frames of the stream received on p,
+ * and copies sent out of p, pass through instance 1 + p), and the individual recovery
+ * function fed by port p (instance individual[p], 0 = none; one instance can be fed by several
+ * ports, as the YANG's sequence-recovery `port` list says). */
 struct frer_stream {
 	__u32 flags;     /* FRER_STREAM_* */
 	__u8 n_outputs;  /* 0 drops the stream */
 	__u8 pad[3];
 	struct frer_output out[FRER_MAX_OUTPUTS];
+	__u32 rcvy_ports;
+	__u8 individual[FRER_MAX_PORTS];
+	__u32 pad2;
 };
 
 /* Sequence generation (7.4.1). Array map `seqgen`, per stream. */
@@ -146,7 +154,10 @@ struct frer_seqgen {
 /* One sequence recovery function (7.4.2-7.4.3): configuration, state and clause-10 counters
  * under one spin lock. Array map `rcvy`, index stream * FRER_RCVY_PER_STREAM + instance.
  * The history is a ring: bit (n mod 1024) stands for sequence number n; only the numbers in
- * the window RecovSeqNum-HL+1 .. RecovSeqNum may have their bit set. 216 bytes. */
+ * the window RecovSeqNum-HL+1 .. RecovSeqNum may have their bit set. 240 bytes. A management
+ * reset (frerSeqRcvyReset) is asked for by incrementing the function's entry in the array map
+ * `rcvy_reset_requests` (one __u32 per function): the next packet finds it ahead of
+ * resets_requested and resets the function under its lock, so no counter update is lost. */
 struct frer_rcvy {
 	struct bpf_spin_lock lock;
 	__u8 algorithm;          /* FRER_ALG_* */
@@ -167,26 +178,39 @@ struct frer_rcvy {
 	__u64 lost;              /* frerCpsSeqRcvyLostPackets */
 	__u64 tagless;           /* frerCpsSeqRcvyTaglessPackets */
 	__u64 resets;            /* frerCpsSeqRcvyResets */
+	__u64 last_pass_ns;      /* when a tagged packet last passed (bpf_ktime_get_ns) */
+	__u64 last_rogue_ns;     /* when a rogue packet last arrived: a member locked out (see
+				  * RecoveryParams::lockout_free_rate in crates/frer) sees only
+				  * rogues, long after its last pass */
+	__u32 resets_requested;  /* the `rcvy_reset_requests` count acted on */
+	__u32 pad3;
 };
 
 /* Per-port counters (per-CPU array `port_stats`, by port index). */
 struct frer_port_stats {
 	__u64 frames;           /* frames seen by the programs on this port */
 	__u64 malformed;        /* runts, truncated VLAN tags: dropped */
-	__u64 seq_enc_errored;  /* frerCpSeqEncErroredPackets: truncated R-TAG or reserved != 0 */
+	__u64 seq_enc_errored;  /* frerCpSeqEncErroredPackets: an R-TAG cut short */
 	__u64 rcvy_passed;      /* frerCpSeqRcvyPassedPackets */
 	__u64 rcvy_discarded;   /* frerCpSeqRcvyDiscardPackets (duplicates, rogues, tagless) */
 	__u64 bridged;          /* frames of no stream, plain-forwarded */
 	__u64 to_stack;         /* frames of no stream, left to the kernel */
 	__u64 tx_errors;        /* a copy that could not be made or sent */
+	__u64 reinjected;       /* frames handed back up through this port after their R-TAG was
+				 * removed (FRER_MARK_REINJECTED), seen a second time and let up */
+	__u64 gso_refused;      /* GSO packets (many frames not yet segmented) a FRER function would
+				 * have numbered, eliminated or re-tagged as one: dropped */
 };
 
-/* Per port and stream counters (per-CPU array `stream_port_stats`, stream * MAX_PORTS + port). */
+/* Per port and stream counters (per-CPU array `stream_port_stats`, stream * MAX_PORTS + port),
+ * by where the stream identification function sits (802.1CB 9.1.1, the YANG in-facing and
+ * out-facing containers): frames received are identified out-facing (coming from the physical
+ * interface), frames the host sends in-facing (coming from the system). */
 struct frer_stream_port_stats {
-	__u64 input;            /* stream identification: frames of the stream received here */
-	__u64 output;           /* copies of the stream sent out of this port */
+	__u64 input;            /* tsnCpsSidInputPackets, out-facing: frames of the stream received */
+	__u64 output;           /* tsnCpsSidOutputPackets, out-facing: copies sent out of this port */
 	__u64 seq_enc_errored;  /* frerCpsSeqEncErroredPackets */
-	__u64 pad;
+	__u64 input_sent;       /* tsnCpsSidInputPackets, in-facing: frames the host sent here */
 };
 
 /* A learned MAC address of the plain-forwarding bridge: LRU hash `fdb`. */

@@ -54,22 +54,66 @@ def test_an_eliminating_node_pops_the_tag_and_restores_the_up_values_for_the_hos
            "stream-forwarding": [{"stream": 1, "output-port": [LOCAL]}]})))
     (flags, (copy,)), = plan.streams
     assert flags == layout.STREAM_RECOVER, "recovery here: no R-TAG on the way out"
-    assert copy.flags == layout.OUT_LOCAL | layout.OUT_SET_DMAC | layout.OUT_SET_VID | layout.OUT_SET_PCP
+    assert copy.flags == layout.OUT_LOCAL | layout.OUT_SET_DMAC | layout.OUT_SET_VID, \
+        "no up priority: the frame keeps its own PCP"
     assert copy.vid == 0
     assert [(i.port_mask, i.vid, i.fields) for i in plan.identities] == [
-        (0b010, 10, layout.MATCH_DMAC | layout.MATCH_VID_PCP), (0b100, 20, layout.MATCH_DMAC | layout.MATCH_VID_PCP)]
+        (0b010, 10, layout.MATCH_DMAC), (0b100, 20, layout.MATCH_DMAC)]
     (rcvy,) = plan.recoveries
-    assert (rcvy.instance, rcvy.config.history_length, rcvy.config.reset_timeout_ns) == (0, 32, 2_000_000_000)
+    assert (rcvy.instance, rcvy.config.history_length, rcvy.config.reset_timeout_ns) == (0, 32, 100_000_000)
 
 
-def test_individual_recovery_makes_one_function_per_member_port():
+def test_an_individual_recovery_entry_is_one_function_fed_by_its_ports():
+    """YANG sequence-recovery `port`: "from which received packets are to be fed to a single
+    instance of the Individual recovery function"; one entry per member stream."""
     plan = compile_node(parse_config(node(
         **{"stream-identity": [ip_identity(1, 7, **{"in-facing": {"input-port": ["p1", "p2"]}})],
-           "sequence-recovery": [{"index": 1, "stream": [7], "port": ["p1", "p2"], "individual-recovery": True}],
+           "sequence-recovery": [{"index": 1, "stream": [7], "port": ["p1"], "individual-recovery": True},
+                                 {"index": 2, "stream": [7], "port": ["p2", "eth0"], "individual-recovery": True}],
            "stream-forwarding": [{"stream": 7, "output-port": ["eth0"]}]})))
-    assert [(r.instance, r.port, r.config.individual_recovery) for r in plan.recoveries] == \
-        [(2, "p1", True), (3, "p2", True)]
+    assert [(r.instance, r.ports, r.config.individual_recovery) for r in plan.recoveries] == \
+        [(2, ["p1"], True), (3, ["p2", "eth0"], True)]
+    assert plan.individual_feeds == [{1: 2, 2: 3, 0: 3}]
     assert plan.streams[0][0] == layout.STREAM_INDIVIDUAL | layout.STREAM_ENCODE, "individual only: tag kept"
+
+
+def test_sequence_recovery_on_ports_is_one_function_on_each_port():
+    """YANG sequence-recovery `port`: "the ports on each of which the system is to instantiate
+    the Sequence recovery function"; without a port (frerlab) one for every frame."""
+    plan = compile_node(parse_config(node(
+        **{"stream-identity": [ip_identity(1, 7, **{"in-facing": {"input-port": ["p1", "p2"]}})],
+           "sequence-recovery": [{"index": 1, "stream": [7], "port": ["eth0", "p1"]}],
+           "stream-forwarding": [{"stream": 7, "output-port": ["eth0"]}]})))
+    assert [(r.instance, r.ports) for r in plan.recoveries] == [(1, ["eth0"]), (2, ["p1"])]
+    assert plan.recovery_ports == [0b011]
+    assert not plan.streams[0][0] & layout.STREAM_RECOVER
+
+
+def test_defaults_cannot_black_a_stream_out_and_zero_is_not_never():
+    def recovery(**fields):
+        cfg = parse_config(node(**{"stream-identity": [ip_identity(1, 7, **{"in-facing": {"input-port": ["p1"]}})],
+                                   "sequence-recovery": [{"index": 1, "stream": [7], **fields}],
+                                   "stream-forwarding": [{"stream": 7, "output-port": ["eth0"]}]}))
+        (r,) = cfg.plan.recoveries
+        return cfg, r.config
+
+    cfg, sequence = recovery()
+    assert (sequence.history_length, sequence.reset_timeout_ns) == (32, 100_000_000)
+    assert cfg.blackout_notes() == []
+    cfg, individual = recovery(port=["p1"], **{"individual-recovery": True})
+    assert (individual.history_length, individual.reset_timeout_ns) == (32, 1_000_000)
+    assert cfg.blackout_notes() == [
+        "note: sequence-recovery 1: individual recovery on p1 can lock a member stream out above 31000 "
+        "frames/s: a cut of 31 frames or more that lasts less than reset-timeout (1 ms) leaves only rogue "
+        "frames, which reload the timer (802.1CB 7.4.3.4); keep (history-length - 1) / reset-timeout above "
+        "the stream's frame rate"]
+    cfg, _ = recovery(port=["p1"], **{"individual-recovery": True, "frame-rate": 30000})
+    assert cfg.blackout_notes() == []
+    cfg, never = recovery(**{"reset-timeout": "never"})
+    assert never.reset_timeout_ns is None
+    assert cfg.blackout_notes()[0].startswith("warning: sequence-recovery 1: without a reset timeout a rogue jump")
+    with pytest.raises(UsageError, match="reset-timeout 0 is not valid: give milliseconds"):
+        recovery(**{"reset-timeout": 0})
 
 
 @pytest.mark.parametrize("change, message", [
@@ -107,7 +151,15 @@ def test_individual_recovery_makes_one_function_per_member_port():
       "stream-split": [{"port": "p2", "input-id": [1], "output-id": [11]}],
       "stream-forwarding": [{"stream": 1, "output-port": ["p2"]}]},
      "output-id 11 has no dmac-vlan-stream-identification out-facing on p2"),
-    ({"unknown-thing": 1}, "unknown-thing: Extra inputs are not permitted"),
+    ({"port-settings": [{"port": "p1", "pvid": 0}]},
+     "port-settings.0.pvid: Input should be greater than or equal to 1 (got 0)"),
+    ({"port-settings": [{"port": "p9", "pvid": 10}]}, "port-settings: port 'p9' is not one of ports"),
+    ({"stream-identity": [{**member(1, 1, "p1", 10), "in-facing": {"input-port": ["p1"]}, "out-facing": {},
+                           "dmac-vlan-stream-identification": {
+                               "down": {"destination-mac": L_MAC, "vlan": 10},
+                               "up": {"destination-mac": L_MAC, "tagged": "priority", "vlan": 5}}}]},
+     "stream-identity 1 up: vlan 5 with tagged: priority"),
+    ({"unknown-thing": 1}, "unknown field 'unknown-thing' (valid: name, netns, ports, "),
 ])
 def test_bad_configurations_are_refused_naming_the_field(change, message):
     with pytest.raises(UsageError) as err:

@@ -14,13 +14,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from conftest import NEEDS_BPF, ROOT
 
 from frerlab.dataplane import control, stats
-from frerlab.dataplane.config import load_config
+from frerlab.dataplane.config import load_config, parse_config
 from frerlab.dataplane.node import PIN_ROOT
 from frerlab.errors import UsageError
 from frerlab.netns import Namespaces
@@ -37,8 +38,8 @@ def prefix() -> str:
 
 
 def config(file: str, **changes):
-    cfg = load_config(CONFIGS / file)
-    return cfg.model_copy(update=changes)
+    """An example configuration with some fields changed, validated (and compiled) again."""
+    return parse_config({**load_config(CONFIGS / file).model_dump(), **changes})
 
 
 def send_stream(net: Namespaces, talker: str, listener: str, count: int, rate: str = "10k") -> dict:
@@ -52,6 +53,13 @@ def send_stream(net: Namespaces, talker: str, listener: str, count: int, rate: s
 def relays():
     """talker - sw1 - paths a, b - sw2 - listener, with sw1 and sw2 up from the example
     configurations through the control API; everything removed afterwards."""
+    with relay_topology() as topology:
+        yield topology
+
+
+@contextmanager
+def relay_topology(**sw2_changes):
+    """The relays' topology, sw2's configuration changed by `sw2_changes` (config fields)."""
     names = []
     with Namespaces(prefix()) as net:
         net.add("tal", "sw1", "sw2", "lis")
@@ -65,7 +73,8 @@ def relays():
         net.run("tal", "ip", "neigh", "replace", "198.18.0.2", "lladdr", LISTENER_MAC, "dev", "t0", "nud", "permanent")
         try:
             for role, file in (("sw1", "sw1-replicate.yaml"), ("sw2", "sw2-eliminate.yaml")):
-                cfg = config(file, name=f"{net.prefix}-{role}")
+                changes = sw2_changes if role == "sw2" else {}
+                cfg = config(file, name=f"{net.prefix}-{role}", **changes)
                 names.append(cfg.name)
                 control.up(cfg, net.ns[role])
             yield net, names
@@ -92,6 +101,25 @@ def test_relays_deliver_each_frame_once_with_active_identification_on_path_b(rel
         "path b's copies were identified by the MAC and VLAN sw1 gave them"
 
 
+@pytest.mark.parametrize("placement, duplicates", [(["down"], 0), (["pa"], 3000)])
+def test_sequence_recovery_on_a_port_sees_only_that_ports_frames(placement, duplicates):
+    """On the output port it eliminates across both paths; on path a's input port it sees only
+    path a's copies, so path b's go through unchecked (802.1CB 10.4.1.2: per port)."""
+    sw2 = load_config(CONFIGS / "sw2-eliminate.yaml")
+    (rec,) = sw2.sequence_recovery
+    moved = rec.model_copy(update={"port": placement, "latent_error_detection": None})
+    with relay_topology(sequence_recovery=[moved]) as (net, (_, sw2_name)), tempfile.TemporaryDirectory() as tmp:
+        reports = stream_across(net.exec("tal", []), net.exec("lis", []), "198.18.0.2",
+                                ["--rate-fps", "10k", "--count", "3000"], Path(tmp))
+        (st,) = control.snapshot(sw2_name)["streams"]
+    stream = reports.stream()
+    assert (stream["unique"], stream["duplicates"]) == (3000, duplicates)
+    on_wire = reports.sender["frames_sent"] + reports.sender["end_probes_sent"]
+    (rcvy,) = st["recovery"]
+    assert (rcvy["function"], rcvy["port"], rcvy["passed_packets"]) == ("sequence", placement[0], on_wire)
+    assert rcvy["discarded_packets"] == (0 if duplicates else on_wire)
+
+
 def test_stats_views_carry_the_standard_counter_names(relays):
     net, (_, sw2) = relays
     send_stream(net, "tal", "lis", 500)
@@ -101,6 +129,10 @@ def test_stats_views_carry_the_standard_counter_names(relays):
     assert f'frer_cps_seq_rcvy_passed_packets_total{{node="{sw2}",stream="1",function="sequence"}} {passed}' in text
     assert "# HELP frer_cps_seq_rcvy_passed_packets_total frerCpsSeqRcvyPassedPackets" in text
     assert "# TYPE frer_cp_seq_rcvy_discard_packets_total counter" in text
+    inputs = {p["port"]: p["input"] for p in snap["streams"][0]["ports"]}
+    assert (f'tsn_cps_sid_input_packets_total{{node="{sw2}",stream="1",port="pb",direction="out-facing"}} '
+            f'{inputs["pb"]}') in text
+    assert f'tsn_cps_sid_input_packets_total{{node="{sw2}",stream="1",port="pb",direction="in-facing"}} 0' in text
     cli = subprocess.run([*CLI, "dataplane", "stats", "--name", sw2, "--json"], capture_output=True, text=True,
                          check=True)
     assert json.loads(cli.stdout)["streams"][0]["recovery"][0]["passed_packets"] >= passed
@@ -143,11 +175,21 @@ def test_end_stations_replicate_on_talker_egress_and_eliminate_on_listener_ingre
             control.up(listener, net.ns["lis"])
             stream = send_stream(net, "tal", "lis", 3000)
             snap = control.snapshot(listener.name)
+            sent = control.snapshot(talker.name)
         finally:
             control.down(talker.name)
             control.down(listener.name)
     assert (stream["expected"], stream["unique"], stream["lost"], stream["duplicates"]) == (3000, 3000, 0, 0)
+    (tal,) = sent["streams"]
+    numbered = tal["generation"]["generated"]
+    counters = {p["port"]: p for p in tal["ports"]}
+    assert (counters["t0a"]["input"], counters["t0a"]["input_sent"]) == (0, numbered), \
+        "the host's frames are identified in-facing, as sent, not as received"
+    assert counters["t0a"]["output"] == counters["t0b"]["output"] == numbered
     (st,) = snap["streams"]
+    lis = {p["port"]: p for p in st["ports"]}
+    assert lis["l0a"]["output"] == 0, "frames handed to this host are not copies sent out of a port"
+    ports = {p["port"]: p for p in snap["ports"]}
     by_fn = {(r["function"], r["port"]): r for r in st["recovery"]}
     for port in ("l0a", "l0b"):
         individual = by_fn[("individual", port)]
@@ -155,6 +197,8 @@ def test_end_stations_replicate_on_talker_egress_and_eliminate_on_listener_ingre
             "one copy per number on each path: nothing for individual recovery to drop"
     compound = by_fn[("sequence", None)]
     assert compound["passed_packets"] == compound["discarded_packets"] == by_fn[("individual", "l0a")]["passed_packets"]
+    assert ports["l0a"]["reinjected"] + ports["l0b"]["reinjected"] == compound["passed_packets"], \
+        "every passed frame came up once more, without its R-TAG, and was counted"
 
 
 def test_down_clears_a_crashed_up_and_is_idempotent():

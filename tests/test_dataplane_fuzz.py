@@ -1,7 +1,7 @@
 """Robustness of the eBPF data plane: random and mutilated frames run through frer_ingress
 (BPF_PROG_TEST_RUN) never make it misbehave. A recovery node must answer every frame with
-pass-to-stack or drop; a frame whose R-TAG is cut short or has reserved != 0 is dropped and
-counted as an encoding error, never passed as a stream frame. Frames shorter than an Ethernet
+pass-to-stack or drop; a frame whose R-TAG is cut short is dropped and counted as an encoding
+error, never passed as a stream frame (a tag's reserved bits are ignored, as in the core). Frames shorter than an Ethernet
 header never reach a tc program (the kernel refuses them, in BPF_PROG_TEST_RUN too), so the
 shortest frames here are 14 bytes."""
 
@@ -21,7 +21,8 @@ BASE = bytes.fromhex("020000000002020000000001") + b"\x08\x00" + bytes(46)
 
 
 def mutilated_frames(rng: random.Random, n: int):
-    """Random bytes, short frames, VLAN stacks, bad and cut R-TAGs and valid tagged frames."""
+    """Random bytes, short frames, VLAN stacks, R-TAGs with reserved bits set, cut R-TAGs and
+    valid tagged frames."""
     for _ in range(n):
         kind = rng.randrange(6)
         if kind == 0:

@@ -1,10 +1,12 @@
 """Stream identification in the eBPF data plane against the Rust core, differentially: random
-identity tables (null, source MAC + VLAN, active destination MAC + VLAN, IP over IPv4 and
-IPv6 with addresses, DSCP, protocol and ports) are written once as a data plane configuration
-(compiled by frerlab.dataplane.config into frer_identity entries) and once into the core's
-StreamIdentifier; random frames (untagged, one or two VLAN tags, with or without an R-TAG,
-IPv4, IPv6, fragments, ARP) then go through frer_ingress with BPF_PROG_TEST_RUN. The stream
-the program counted each frame for must be the one the core identifies, or none for both."""
+identity tables (null, source MAC + VLAN, active destination MAC + VLAN with each `tagged`
+rule and a priority that must not matter, IP over IPv4 and IPv6 with addresses, DSCP,
+protocol and ports) and a random port PVID are written once as a data plane configuration
+(compiled by frerlab.dataplane.config into frer_identity entries and settings) and once into
+the core's StreamIdentifier; random frames (untagged, one or two VLAN tags of any PCP, VID 0
+or the PVID among them, with or without an R-TAG, IPv4, IPv6, fragments, ARP) then go through
+frer_ingress with BPF_PROG_TEST_RUN. The stream the program counted each frame for must be
+the one the core identifies for a frame received on a port with that PVID, or none for both."""
 
 from __future__ import annotations
 
@@ -22,7 +24,8 @@ from frerlab.frer import StreamIdentifier, push_rtag
 pytestmark = NEEDS_BPF
 
 MACS = ["02:00:00:00:00:01", "02:00:00:00:00:02", "02:00:00:00:00:03"]
-VIDS = [0, 10, 20]
+VIDS = [0, 1, 10, 20]
+PVIDS = [1, 10, 20]
 V4 = ["198.18.0.1", "198.18.0.2", "198.19.0.9"]
 V6 = ["2001:db8::1", "2001:db8::2"]
 PORTS = [5001, 5555, 319]
@@ -44,9 +47,10 @@ def random_identity(rng: random.Random, index: int, handle: int) -> tuple[dict, 
         return ({**base, "smac-vlan-stream-identification": {"source-mac": mac, "tagged": tagged, "vlan": vid}},
                 ("add_source_mac_vlan", (handle, mac, tagged, vid), {}))
     if kind == "dmac":
-        down = {"destination-mac": rng.choice(MACS), "vlan": rng.choice(VIDS), "priority": rng.choice([0, 5])}
+        down = {"destination-mac": rng.choice(MACS), "tagged": tagged, "vlan": vid,
+                "priority": rng.choice([None, 0, 5])}
         up = {"destination-mac": rng.choice(MACS), "vlan": 0}
-        core = {"mac": down["destination-mac"], "vid": down["vlan"], "pcp": down["priority"]}
+        core = {"mac": down["destination-mac"], "tagged": tagged, "vid": vid, "priority": down["priority"]}
         return ({**base, "dmac-vlan-stream-identification": {"down": down, "up": up}},
                 ("add_active_dest_mac_vlan", (handle, core, {"mac": up["destination-mac"], "vid": 0}), {}))
     addresses = rng.choice([V4, V6])
@@ -76,7 +80,7 @@ def mac(text: str) -> bytes:
 def random_frame(rng: random.Random) -> bytes:
     l2 = mac(rng.choice(MACS)) + mac(rng.choice(MACS))
     for _ in range(rng.choice([0, 0, 1, 1, 2])):
-        tci = (rng.choice([0, 5]) << 13) | rng.choice(VIDS)
+        tci = (rng.randrange(8) << 13) | rng.choice(VIDS)
         l2 += rng.choice([b"\x81\x00", b"\x88\xa8"]) + tci.to_bytes(2, "big")
     kind = rng.choice(["v4", "v4", "v6", "arp"])
     if kind == "arp":
@@ -99,7 +103,7 @@ def random_frame(rng: random.Random) -> bytes:
     frame = frame.ljust(60, b"\0")
     if rng.random() < 0.3:
         frame = push_rtag(frame, rng.randrange(65536))
-        if rng.random() < 0.2:  # reserved != 0: an encoding error, still identified
+        if rng.random() < 0.2:  # reserved != 0: ignored, still identified
             at = frame.index(b"\xf1\xc1", 12) + 2
             frame = frame[:at] + b"\x00\x07" + frame[at + 2:]
     return frame
@@ -109,13 +113,15 @@ def random_frame(rng: random.Random) -> bytes:
 def test_ebpf_identifies_like_the_core(frer_pinned, seed):
     rng = random.Random(seed)
     _, maps, prog = frer_pinned
+    pvid = rng.choice(PVIDS)
     entries, core = [], StreamIdentifier()
     for index in range(rng.randrange(3, 9)):
         entry, (method, args, kwargs) = random_identity(rng, index, handle=rng.randrange(1, 6))
         entries.append(entry)
         getattr(core, method)(*args, **kwargs)
     handles = sorted({e["handle"] for e in entries})
-    cfg = parse_config({"ports": ["p0"], "stream-identity": entries,
+    cfg = parse_config({"ports": ["p0"], "port-settings": [{"port": "p0", "pvid": pvid}],
+                        "stream-identity": entries,
                         "stream-forwarding": [{"stream": h, "output-port": ["local"]} for h in handles]})
     plan = compile_node(cfg)
     maps["port_of_ifindex"].update(layout.key(IFINDEX_BASE), layout.key(0))
@@ -123,7 +129,7 @@ def test_ebpf_identifies_like_the_core(frer_pinned, seed):
         maps["streams"].update(layout.key(stream), layout.stream(flags, [layout.output(flags=layout.OUT_LOCAL)]))
     for i, identity in enumerate(plan.identities):
         maps["identities"].update(layout.key(i), identity.pack())
-    maps["settings"].update(layout.key(0), layout.settings(len(plan.identities)))
+    maps["settings"].update(layout.key(0), layout.settings(len(plan.identities), pvids=plan.pvids))
 
     def counted() -> list[int]:
         """Per stream: frames identified on port 0 (input, or an encoding error)."""
@@ -141,11 +147,12 @@ def test_ebpf_identifies_like_the_core(frer_pinned, seed):
         after = counted()
         hits = [handles[s] for s, (a, b) in enumerate(zip(after, before)) if a != b]
         before = after
-        expected = core.identify(frame)
+        expected = core.identify(frame, pvid=pvid)
         assert hits == ([] if expected is None else [expected]), \
-            f"frame {n} {frame.hex()}: eBPF {hits}, core {expected}; identities {entries}"
+            f"frame {n} {frame.hex()} at PVID {pvid}: eBPF {hits}, core {expected}; identities {entries}"
         matched += expected is not None
     assert matched > 20, "the random frames exercise the identities"
     # leave the module's shared program as the other tests expect it
+    maps["settings"].update(layout.key(0), layout.settings(0))
     for i in range(len(plan.identities)):
         maps["identities"].update(layout.key(i), layout.Identity(0, 0).pack())

@@ -1,5 +1,6 @@
 """`frerlab demo` (what `make demo` runs): the core part keeps the FRER promise, the kernel
-part shows FRER losing nothing where the control group loses, and bad options exit 2."""
+part shows FRER losing nothing where the control group loses, with every count exact (per
+phase, per path, after elimination), and bad options exit 2."""
 
 import json
 import subprocess
@@ -26,6 +27,11 @@ def test_demo_core_and_kernel_parts_as_json(tmp_path):
     frer, control = result["kernel_failover"]["frer"], result["kernel_failover"]["control"]
     assert frer["received"] == frer["expected"] >= 7000 and (frer["lost"], frer["duplicates"]) == (0, 0)
     assert control["lost"] > 1000, "the control group loses what is sent during the cut"
+    for r in (frer, control):  # every count exact: per phase, per path, after elimination
+        assert all(p["sent"] == p["received"] + p["lost"] for p in r["phases"]), r["phases"]
+        assert sum(p["sent"] for p in r["phases"]) == r["expected"] and sum(p["lost"] for p in r["phases"]) == r["lost"]
+        assert all(p["exact"] and p["into"] == r["sent"] + r["end_probes_sent"] for p in r["paths"]), r["paths"]
+    assert frer["elimination"]["exact"] and frer["elimination"]["passed"] == frer["expected"] + frer["end_probes_sent"]
     assert (tmp_path / "frer" / "recv.json").exists() and (tmp_path / "control" / "result.json").exists()
 
 

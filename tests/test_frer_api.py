@@ -85,8 +85,6 @@ def test_push_pop_round_trip_after_vlan_tags(vlans):
 def test_pop_rtag_errors_are_clear():
     with pytest.raises(ValueError, match="0xf1c1|0xF1C1"):
         pop_rtag(ETH + IPV4_PAYLOAD)
-    with pytest.raises(ValueError, match="reserved"):
-        pop_rtag(ETH + bytes.fromhex("f1c1000100070800") + bytes(46))
     with pytest.raises(ValueError):
         pop_rtag(ETH[:10])
     with pytest.raises(ValueError):
@@ -110,8 +108,14 @@ def test_decoder_counts_encoding_errors_not_runts_or_untagged_frames():
     with pytest.raises(ValueError):
         dec.decode(ETH[:8])
     assert dec.seq_enc_errored_packets == 0
-    with pytest.raises(ValueError, match="reserved"):
-        dec.decode(ETH + bytes.fromhex("f1c1000200070800") + bytes(46))
     with pytest.raises(ValueError):
         dec.decode(ETH + bytes.fromhex("f1c100"))
-    assert dec.seq_enc_errored_packets == 2
+    assert dec.seq_enc_errored_packets == 1
+
+
+def test_reserved_bits_of_a_received_rtag_are_ignored():
+    """802.1CB 7.8: the reserved field is sent as 0 and ignored on receipt."""
+    odd = ETH + bytes.fromhex("f1c180020007") + IPV4_PAYLOAD
+    assert pop_rtag(odd) == (7, ETH + IPV4_PAYLOAD)
+    dec = SequenceDecoder()
+    assert dec.decode(odd) == 7 and dec.seq_enc_errored_packets == 0

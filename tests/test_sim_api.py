@@ -11,6 +11,7 @@ import pytest
 from frerlab import sim
 from frerlab.cli import main
 from frerlab.errors import UsageError
+from frerlab.sim.scenario import parse_scenario
 from frerlab.sim.units import rate_bps, size_bytes, time_ps
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,6 +63,16 @@ def test_out_of_range_frer_parameter_names_the_field_and_range() -> None:
     frer = {"sequence_generation": "t", "sequence_recovery": [{"node": "l", "history_length": 0}]}
     with pytest.raises(UsageError, match=r"streams\.0\.frer\.sequence_recovery\.0\.history_length: .*greater than or equal to 2"):
         sim.run(tiny(frer=frer))
+
+
+def test_recovery_defaults_are_frerlabs_and_never_is_explicit() -> None:
+    """The simulator's FRER functions default like the data plane's: history 32, 100 ms
+    (1 ms for individual recovery); YANG's "no timeout" must be asked for."""
+    recoveries = [{"node": "l"}, {"node": "l", "individual_recovery": True}, {"node": "l", "reset_timeout": "never"}]
+    frer = {"sequence_generation": "t", "sequence_recovery": recoveries}
+    sc = parse_scenario(tiny(frer=frer))
+    got = [(r.history_length, r.reset_timeout_ps()) for r in sc.streams[0].frer.sequence_recovery]
+    assert got == [(32, 100 * 10**9), (32, 10**9), (32, None)]
 
 
 def test_a_path_that_misses_the_listener_is_rejected() -> None:

@@ -59,7 +59,7 @@ def control_bed():
 def test_bad_settings_are_refused_naming_the_value():
     for settings, message in ((dict(rate="fast"), "fast"), (dict(queue_limit="100"), "queue limit 100 is out of range"),
                               (dict(mode="ring"), "mode 'ring' is not valid (frer or control)"),
-                              (dict(name="Bad_Name"), "testbed name 'Bad_Name' is not valid"),
+                              (dict(name="../x"), "testbed name '../x' is not valid"),
                               (dict(eliminate_at="sw1"), "eliminate-at 'sw1' is not valid (sw2 or listener)")):
         with pytest.raises(UsageError, match=re.escape(message)):
             bed.Settings(**settings).check()
@@ -124,6 +124,41 @@ def test_failover_frer_loses_nothing_and_control_loses_the_cut(frer_bed, control
     assert control["verdict_met"] and "control group" in control["verdict"]
     for d in ("frer", "control"):
         assert {"meta.json", "recv.json", "send.json", "result.json"} <= {p.name for p in (tmp_path / d).iterdir()}
+
+
+@pytest.mark.parametrize("fixture", ["frer_bed", "control_bed"])
+def test_failover_accounting_is_exact_per_phase_per_path_and_after_elimination(fixture, request, tmp_path):
+    """Every count adds up: per phase sent = received + lost and the phases sum to the stream's
+    totals; per path what sw1 sent into it = what it delivered to sw2 + what it dropped; with FRER,
+    what sw2's recovery passed = data frames + end-of-stream probes - what was lost on both paths.
+    The testbed carried a stream before: only this run's frames are counted."""
+    tb = request.getfixturevalue(fixture)
+    _stream(tb, tmp_path / "earlier", 500)
+    schedule = failover.Schedule(rate_fps=3000, frame_size=128, duration_s=2.0, cut_a=(0.5, 1.0), cut_b=(1.25, 1.75))
+    result = failover.run(tb.name, schedule, tmp_path)
+    report = failover.summary(result)
+    sender = json.loads((tmp_path / "send.json").read_text())
+    on_wire = sender["frames_sent"] + sender["end_probes_sent"]
+    assert sender["end_probes_sent"] == 3 and result["sent"] == result["expected"] == sender["frames_sent"]
+    phases = result["phases"]
+    for row in [*phases, *result["intervals"]]:
+        assert row["sent"] == row["received"] + row["lost"], (row, report)
+    totals = {k: sum(p[k] for p in phases) for k in ("sent", "received", "lost", "duplicates")}
+    assert totals == {"sent": result["expected"], "received": result["received"], "lost": result["lost"],
+                      "duplicates": result["duplicates"]}, report
+    paths = {p["path"]: p for p in result["paths"]}
+    assert set(paths) == ({"a", "b"} if fixture == "frer_bed" else {"a"})
+    for p in paths.values():
+        assert p["into"] == on_wire and p["into"] == p["delivered"] + p["dropped"] and p["exact"], report
+    assert paths["a"]["dropped"] == paths["a"]["drops"]["element"]["dropped_down"] > 0, "path a was cut"
+    elimination = result["elimination"]
+    if fixture == "control_bed":
+        assert elimination is None and paths["a"]["dropped"] == result["lost"], report
+        return
+    assert paths["b"]["drops"]["element"]["dropped_down"] > 0, "path b was cut"
+    assert elimination["exact"] and elimination["lost_on_both_paths"] == 0, report
+    assert elimination["passed"] == on_wire == result["expected"] + 3, report
+    assert f"sw2 passed {on_wire} = {result['expected']} data + 3 end-of-stream probes - 0 lost" in report
 
 
 def test_failover_command_on_a_temporary_testbed(tmp_path):

@@ -2,17 +2,20 @@
 
 Each area module exposes `register(subparsers)`, adding its verbs; a verb's handler is stored as
 `func` on its parser and returns the process exit code. Errors the user can fix are raised as
-`UsageError` and printed as one line naming the bad value and what would be valid (exit 2).
+`UsageError` and printed as one line naming the bad value and what would be valid (exit 2); a
+failure of the system underneath (a tool, the kernel, a file that cannot be written) is printed
+as one line too (exit 4). docs/errors.md lists the exit codes.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import subprocess
 import sys
 
 from frerlab import __version__
-from frerlab.errors import UsageError
+from frerlab.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, UsageError
 
 # Modules that add verbs, in the order `frerlab --help` lists them.
 AREAS = [
@@ -50,15 +53,18 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not hasattr(args, "func"):
         parser.print_help()
-        return 2
+        return EXIT_USAGE
     try:
         return int(args.func(args) or 0)
     except UsageError as err:
         print(f"frerlab: error: {err}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
+    except (OSError, subprocess.SubprocessError) as err:
+        print(f"frerlab: failed: {err}", file=sys.stderr)
+        return EXIT_FAILED
     except KeyboardInterrupt:
         print("frerlab: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -11,7 +11,9 @@
    and b - sw2 - listener in namespaces), once with frerlab's eBPF FRER data plane and once as
    the control group on path a alone: a stream, path a cut and restored, then path b. Printed
    side by side per phase: sent, received, lost, duplicated at the listener (frerlab's
-   receiver), sw2's recovery counters, and both verdicts.
+   receiver, by sequence number: exact), then per path what sw1 sent into it, what it
+   delivered and what it dropped, what sw2's recovery passed against what the talker sent,
+   sw2's recovery counters, and both verdicts.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from frerlab.errors import UsageError
+from frerlab.names import output_dir
 from frerlab.frer import SequenceGenerator, SequenceRecovery, pop_rtag, push_rtag
 
 TALKER_MAC = bytes.fromhex("020000000001")
@@ -141,19 +144,24 @@ def run_failover(schedule, out_dir: Path) -> dict:
 
 
 def print_failover(result: dict) -> None:
-    """The two modes' phase tables side by side, and both verdicts."""
+    """The two modes' phase tables side by side, each mode's per path and elimination
+    accounting, and both verdicts."""
+    from frerlab.testbed import failover  # the kernel part only
+
     frer, control = result["frer"], result["control"]
     print("\nKernel: the seeds' testbed in namespaces (talker - sw1 - paths a, b - sw2 - listener, "
           "100 Mbit/s links),\none stream, path a cut and restored, then path b; frerlab's eBPF FRER "
           "vs the control group (path a only)\n")
-    print(f"{'':<13}{'':>7}{'FRER':^26}{'control group':^26}")
-    print(f"{'phase':<13}{'sent':>7}" + f"{'received':>10}{'lost':>8}{'dup':>8}" * 2)
-    for p, q in zip(frer["phases"], control["phases"]):
-        print(f"{p['phase']:<13}{p['sent']:>7}{p['received']:>10}{p['lost']:>8}{p['duplicates']:>8}"
-              f"{q['received']:>10}{q['lost']:>8}{q['duplicates']:>8}")
-    print(f"{'total':<13}{frer['expected']:>7}{frer['received']:>10}{frer['lost']:>8}{frer['duplicates']:>8}"
-          f"{control['received']:>10}{control['lost']:>8}{control['duplicates']:>8}")
-    print("(a loss is counted in the interval where its gap is seen: the first frame after it)")
+    columns = ("sent", "received", "lost", "duplicates")
+    print(f"{'':<13}{'FRER':^32}{'control group':^32}")
+    print(f"{'phase':<13}" + f"{'sent':>8}{'received':>10}{'lost':>7}{'dup':>7}" * 2)
+    rows = [(p["phase"], p, q) for p, q in zip(frer["phases"], control["phases"])]
+    for label, p, q in [*rows, ("total", {**frer, "sent": frer["expected"]}, {**control, "sent": control["expected"]})]:
+        print(f"{label:<13}" + "".join(f"{r[c]:>{w}}" for r in (p, q) for c, w in zip(columns, (8, 10, 7, 7))))
+    print(f"(sent: data frames, and each mode {frer['end_probes_sent']} end-of-stream probes after them;\n"
+          f" losses are counted {frer['losses_counted']})")
+    for label, r in (("FRER", frer), ("control", control)):
+        print(f"\n{label}:\n" + "\n".join(f"  {line}" for line in failover.accounting_lines(r)))
     rc = frer["dataplane_recovery"]["sw2"]["1"]
     print(f"\nsw2 sequence recovery: passed {rc['passed_packets']}, discarded {rc['discarded_packets']}, "
           f"lost {rc['lost_packets']}, rogue {rc['rogue_packets']}")
@@ -182,7 +190,7 @@ def handle(args: argparse.Namespace) -> int:
                             cut_a=(0.25 * args.kernel_duration, 0.5 * args.kernel_duration),
                             cut_b=(0.625 * args.kernel_duration, 0.875 * args.kernel_duration))
         schedule.check()
-        out_dir = args.output or Path("results") / time.strftime("demo-%Y%m%d-%H%M%S")
+        out_dir = output_dir(args.output or Path("results") / time.strftime("demo-%Y%m%d-%H%M%S"), "--output")
         result["kernel_failover"] = run_failover(schedule, out_dir)
         ok = ok and all(r["verdict_met"] for r in result["kernel_failover"].values())
     if args.json:

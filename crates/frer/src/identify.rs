@@ -7,9 +7,10 @@
 //! YANG/YAML configuration maps onto them field by field.
 //!
 //! What a frame is matched on:
-//! - The VLAN is the outermost tag's (the one a bridge port classifies on). A frame without
-//!   a tag has no VID: no port VID is assumed, so it is treated like a priority-tagged frame
-//!   (VID 0).
+//! - The VLAN is the outermost tag's (the one a bridge port classifies on). An untagged or
+//!   priority-tagged (VID 0) frame belongs to the VLAN of the port it arrived on, the port's
+//!   PVID (802.1Q 6.9): matching takes it as a [`Pvid`] parameter. The priority (PCP) of a
+//!   frame is never matched; it is what the active type gives the frames it emits.
 //! - Identification looks through an R-TAG: a replicated frame is still the same stream, and
 //!   one whose R-TAG is malformed still belongs to its stream (its recovery function counts
 //!   the encoding error).
@@ -23,7 +24,9 @@ use core::cell::OnceCell;
 use core::fmt;
 use core::net::IpAddr;
 
-use crate::wire::{Frame, IpFields, IpProtocol, MacAddr, RangeError, VlanTag, WireError};
+use crate::wire::{
+    Frame, IpFields, IpProtocol, MacAddr, RangeError, TagProtocol, VlanTag, WireError,
+};
 
 /// A stream handle (tsnStreamIdHandle, 802.1CB clause 9): how FRER functions name a stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -35,6 +38,43 @@ impl fmt::Display for StreamHandle {
     }
 }
 
+/// The VLAN a port gives the untagged and priority-tagged frames it receives (its PVID,
+/// 802.1Q 6.9): 1..=4094, 1 by default. Always valid (checked by `new`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Pvid(u16);
+
+impl Pvid {
+    /// The default PVID of a bridge port (802.1Q Table 9-2: VID 1).
+    pub const DEFAULT: Pvid = Pvid(1);
+
+    /// A port VID.
+    ///
+    /// # Errors
+    /// [`IdentityError::OutOfRange`] for 0 or a VID above 4094 (neither names a VLAN).
+    pub fn new(vid: u16) -> Result<Pvid, IdentityError> {
+        if !(1..=4094).contains(&vid) {
+            return Err(RangeError {
+                field: "pvid",
+                value: vid.into(),
+                valid: "1..=4094",
+            }
+            .into());
+        }
+        Ok(Pvid(vid))
+    }
+
+    /// The VID.
+    pub fn get(self) -> u16 {
+        self.0
+    }
+}
+
+impl Default for Pvid {
+    fn default() -> Self {
+        Pvid::DEFAULT
+    }
+}
+
 /// Which frames a VLAN parameter accepts (802.1CB 9.1.2.2, tsnCpeNullDownTagged).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TagMatch {
@@ -42,18 +82,24 @@ pub enum TagMatch {
     Tagged,
     /// The frame must be untagged or priority-tagged (VID 0); the VID parameter must be 0.
     Priority,
-    /// Tagged or not; a non-zero VID parameter must equal the frame's VID (untagged = 0).
+    /// Tagged or not; a non-zero VID parameter must equal the frame's VID.
     All,
 }
 
 impl TagMatch {
-    /// Whether a frame whose outermost tag is `outer` passes this rule with VID parameter `vid`.
-    fn accepts(self, vid: u16, outer: Option<VlanTag>) -> bool {
-        let frame_vid = outer.map_or(0, VlanTag::vid);
+    /// Whether a frame whose outermost tag is `outer`, received on a port with `pvid`, passes
+    /// this rule with VID parameter `vid` (0 = any). An untagged or VID 0 frame's VID is the
+    /// PVID.
+    fn accepts(self, vid: u16, outer: Option<VlanTag>, pvid: Pvid) -> bool {
+        let frame_vid = match outer {
+            Some(tag) if tag.vid() != 0 => tag.vid(),
+            _ => pvid.get(),
+        };
+        let vid_ok = vid == 0 || frame_vid == vid;
         match self {
-            TagMatch::Tagged => outer.is_some() && (vid == 0 || frame_vid == vid),
-            TagMatch::Priority => frame_vid == 0,
-            TagMatch::All => vid == 0 || frame_vid == vid,
+            TagMatch::Tagged => outer.is_some() && vid_ok,
+            TagMatch::Priority => outer.is_none_or(|tag| tag.vid() == 0),
+            TagMatch::All => vid_ok,
         }
     }
 
@@ -70,7 +116,7 @@ impl TagMatch {
 /// An identity parameter that cannot be used, named with what would be valid.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum IdentityError {
-    /// A number outside its range (vid, pcp, dscp, MSDU length).
+    /// A number outside its range (vid, pvid, priority, dscp, MSDU length).
     OutOfRange(RangeError),
     /// `tagged = priority` with a non-zero VID, which no frame it accepts can carry.
     VidWithPriority { vid: u16 },
@@ -149,31 +195,45 @@ pub struct SourceMacVlanIdentity {
     pub vid: u16,
 }
 
-/// One side of active destination MAC and VLAN identification: a DA, VID and PCP that a
-/// VLAN-tagged frame carries. Always valid (checked by `new`).
+/// One side of active destination MAC and VLAN identification (802.1CB 9.1.4): the DA, the
+/// VLAN rule (`tagged`, VID with 0 = any) a frame must carry to be this side's, and the
+/// priority given to the frames rewritten to this side. Always valid (checked by `new`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct DestMacVlan {
     dst_mac: MacAddr,
+    tagged: TagMatch,
     vid: u16,
-    pcp: u8,
+    priority: Option<u8>,
 }
 
 impl DestMacVlan {
-    /// The values of one side.
+    /// The values of one side. `priority` is the PCP of the frames rewritten to this side
+    /// (tsnCpeDmacVlanDownPriority / UpPriority); `None` keeps the frame's own.
     ///
     /// # Errors
-    /// [`IdentityError::OutOfRange`] for a VID above 4095 or a PCP above 7.
-    pub fn new(dst_mac: MacAddr, vid: u16, pcp: u8) -> Result<DestMacVlan, IdentityError> {
-        check_vid(vid)?;
-        if pcp > 7 {
+    /// [`IdentityError::OutOfRange`] for a VID above 4095 or a priority above 7;
+    /// [`IdentityError::VidWithPriority`] for a non-zero VID with `TagMatch::Priority`.
+    pub fn new(
+        dst_mac: MacAddr,
+        tagged: TagMatch,
+        vid: u16,
+        priority: Option<u8>,
+    ) -> Result<DestMacVlan, IdentityError> {
+        tagged.validate(vid)?;
+        if let Some(pcp) = priority.filter(|&pcp| pcp > 7) {
             return Err(RangeError {
-                field: "pcp",
+                field: "priority",
                 value: pcp.into(),
                 valid: "0..=7",
             }
             .into());
         }
-        Ok(DestMacVlan { dst_mac, vid, pcp })
+        Ok(DestMacVlan {
+            dst_mac,
+            tagged,
+            vid,
+            priority,
+        })
     }
 
     /// Destination MAC address.
@@ -181,31 +241,36 @@ impl DestMacVlan {
         self.dst_mac
     }
 
-    /// VLAN identifier of the outermost tag.
+    /// Which frames this side accepts: tagged, priority-tagged or all.
+    pub fn tagged(&self) -> TagMatch {
+        self.tagged
+    }
+
+    /// VLAN identifier: matched on input (0 = any), written on output (0 = priority tag).
     pub fn vid(&self) -> u16 {
         self.vid
     }
 
-    /// Priority code point of the outermost tag.
-    pub fn pcp(&self) -> u8 {
-        self.pcp
+    /// PCP of the frames rewritten to this side, `None` = the frame's own.
+    pub fn priority(&self) -> Option<u8> {
+        self.priority
     }
 
-    fn accepts<T: AsRef<[u8]>>(&self, frame: &Frame<T>) -> bool {
-        frame.dst_addr() == self.dst_mac
-            && frame
-                .outer_vlan()
-                .is_some_and(|tag| tag.vid() == self.vid && tag.pcp() == self.pcp)
+    fn accepts<T: AsRef<[u8]>>(&self, frame: &Frame<T>, pvid: Pvid) -> bool {
+        frame.dst_addr() == self.dst_mac && self.tagged.accepts(self.vid, frame.outer_vlan(), pvid)
     }
 }
 
-/// Active destination MAC and VLAN stream identification (type 3, 802.1CB clause 6).
+/// Active destination MAC and VLAN stream identification (type 3, 802.1CB clause 6, 9.1.4).
 ///
 /// On the wire (below the function) the stream uses the `down` values; above it, the `up`
 /// values. Frames passed down are rewritten from `up` to `down`, frames passed up from
-/// `down` to `up`, so each path can use its own DA, VID and PCP. Only VLAN-tagged frames are
-/// handled (the standard's `tagged` parameter is fixed to "tagged" here); a rewrite keeps the
-/// tag's TPID and DEI. In a [`StreamIdentifier`] the identity matches the `down` values.
+/// `down` to `up`, so each path can use its own DA and VID. A side's DA, `tagged` rule and VID
+/// (0 = any) decide which frames are its (never their PCP); the rewrite gives a frame the
+/// other side's DA, a VLAN tag with its VID (VID 0: a priority tag) and its priority, or the
+/// frame's own PCP when it has none (an untagged frame's is 0, a port's default priority when
+/// none is set). A rewrite keeps the tag's TPID and DEI; an untagged frame gets a C-tag. In a
+/// [`StreamIdentifier`] the identity matches the `down` values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ActiveDestMacVlanIdentity {
     /// Values on the wire, out-facing.
@@ -215,37 +280,51 @@ pub struct ActiveDestMacVlanIdentity {
 }
 
 impl ActiveDestMacVlanIdentity {
-    /// For a frame passed down the stack: if it carries the `up` values, give it the `down`
-    /// ones. Returns whether the frame was this stream's (and so rewritten).
+    /// For a frame passed down the stack on a port with `pvid`: if it carries the `up`
+    /// values, the frame with the `down` ones; `None` if it is not this stream's.
     ///
     /// # Errors
     /// [`WireError::Truncated`] if the frame is too short for its L2 header.
-    pub fn rewrite_down(&self, frame: &mut [u8]) -> Result<bool, WireError> {
-        rewrite(frame, &self.up, &self.down)
+    pub fn rewrite_down(&self, frame: &[u8], pvid: Pvid) -> Result<Option<Vec<u8>>, WireError> {
+        rewrite(frame, pvid, &self.up, &self.down)
     }
 
-    /// For a frame passed up the stack: if it carries the `down` values, give it the `up`
-    /// ones. Returns whether the frame was this stream's (and so rewritten).
+    /// For a frame passed up the stack from a port with `pvid`: if it carries the `down`
+    /// values, the frame with the `up` ones; `None` if it is not this stream's.
     ///
     /// # Errors
     /// [`WireError::Truncated`] if the frame is too short for its L2 header.
-    pub fn rewrite_up(&self, frame: &mut [u8]) -> Result<bool, WireError> {
-        rewrite(frame, &self.down, &self.up)
+    pub fn rewrite_up(&self, frame: &[u8], pvid: Pvid) -> Result<Option<Vec<u8>>, WireError> {
+        rewrite(frame, pvid, &self.down, &self.up)
     }
 }
 
-/// Rewrites DA, VID and PCP of a frame that carries `from` to those of `to`.
-fn rewrite(frame: &mut [u8], from: &DestMacVlan, to: &DestMacVlan) -> Result<bool, WireError> {
-    let mut view = Frame::new_checked(frame)?;
-    let outer = match view.outer_vlan() {
-        Some(outer) if from.accepts(&view) => outer,
-        _ => return Ok(false),
-    };
-    let tag = VlanTag::new(outer.protocol(), to.pcp, outer.dei(), to.vid)
-        .expect("DestMacVlan::new checked vid and pcp");
-    view.set_dst_addr(to.dst_mac);
-    view.set_outer_vlan(tag)?;
-    Ok(true)
+/// A frame that `from` accepts, with the DA, VID and priority of `to`.
+fn rewrite(
+    frame: &[u8],
+    pvid: Pvid,
+    from: &DestMacVlan,
+    to: &DestMacVlan,
+) -> Result<Option<Vec<u8>>, WireError> {
+    let view = Frame::new_checked(frame)?;
+    if !from.accepts(&view, pvid) {
+        return Ok(None);
+    }
+    let outer = view.outer_vlan();
+    let mut out = Vec::with_capacity(frame.len() + 4);
+    out.extend_from_slice(&to.dst_mac.0);
+    out.extend_from_slice(&frame[6..12]);
+    if outer.is_none() {
+        out.extend_from_slice(&TagProtocol::CTag.tpid().0.to_be_bytes());
+        out.extend_from_slice(&[0, 0]);
+    }
+    out.extend_from_slice(&frame[12..]);
+    let pcp = to.priority.unwrap_or(outer.map_or(0, VlanTag::pcp));
+    let protocol = outer.map_or(TagProtocol::CTag, VlanTag::protocol);
+    let tag = VlanTag::new(protocol, pcp, outer.is_some_and(VlanTag::dei), to.vid)
+        .expect("DestMacVlan::new checked vid and priority");
+    Frame::new_checked(&mut out[..])?.set_outer_vlan(tag)?;
+    Ok(Some(out))
 }
 
 /// The transport protocol an IP identity requires (tsnCpeIpIdNextProtocol).
@@ -332,7 +411,7 @@ impl IpIdentity {
     fn accepts(&self, frame: &ParsedFrame<'_>) -> bool {
         let l2 = &frame.l2;
         if self.dst_mac.is_some_and(|mac| mac != l2.dst_addr())
-            || !self.tagged.accepts(self.vid, l2.outer_vlan())
+            || !self.tagged.accepts(self.vid, l2.outer_vlan(), frame.pvid)
         {
             return false;
         }
@@ -415,7 +494,7 @@ pub enum StreamIdentity {
     Null(NullIdentity),
     /// Type 2: source MAC and VLAN.
     SourceMacVlan(SourceMacVlanIdentity),
-    /// Type 3: destination MAC, VLAN and PCP, rewritten between paths.
+    /// Type 3: destination MAC and VLAN, rewritten between paths.
     ActiveDestMacVlan(ActiveDestMacVlanIdentity),
     /// Type 4: IP addresses, DSCP, protocol and ports.
     Ip(IpIdentity),
@@ -444,47 +523,52 @@ impl StreamIdentity {
         match self {
             StreamIdentity::Null(null) => null.tagged.validate(null.vid),
             StreamIdentity::SourceMacVlan(smac) => smac.tagged.validate(smac.vid),
-            StreamIdentity::ActiveDestMacVlan(_) => Ok(()),
+            StreamIdentity::ActiveDestMacVlan(_) => Ok(()), // checked by DestMacVlan::new
             StreamIdentity::Ip(ip) => ip.validate(),
             StreamIdentity::MaskAndMatch(mask) => mask.validate(),
         }
     }
 
-    /// Whether `frame` (as seen on the wire) belongs to this identity's stream.
+    /// Whether `frame` (as seen on the wire), received on a port with `pvid`, belongs to this
+    /// identity's stream.
     ///
     /// # Errors
     /// [`WireError::Truncated`] if the frame is too short for its L2 header.
-    pub fn matches(&self, frame: &[u8]) -> Result<bool, WireError> {
-        Ok(self.accepts(&ParsedFrame::new(frame)?))
+    pub fn matches(&self, frame: &[u8], pvid: Pvid) -> Result<bool, WireError> {
+        Ok(self.accepts(&ParsedFrame::new(frame, pvid)?))
     }
 
     fn accepts(&self, frame: &ParsedFrame<'_>) -> bool {
-        let l2 = &frame.l2;
+        let (l2, pvid) = (&frame.l2, frame.pvid);
         match self {
             StreamIdentity::Null(null) => {
-                l2.dst_addr() == null.dst_mac && null.tagged.accepts(null.vid, l2.outer_vlan())
+                l2.dst_addr() == null.dst_mac
+                    && null.tagged.accepts(null.vid, l2.outer_vlan(), pvid)
             }
             StreamIdentity::SourceMacVlan(smac) => {
-                l2.src_addr() == smac.src_mac && smac.tagged.accepts(smac.vid, l2.outer_vlan())
+                l2.src_addr() == smac.src_mac
+                    && smac.tagged.accepts(smac.vid, l2.outer_vlan(), pvid)
             }
-            StreamIdentity::ActiveDestMacVlan(active) => active.down.accepts(l2),
+            StreamIdentity::ActiveDestMacVlan(active) => active.down.accepts(l2, pvid),
             StreamIdentity::Ip(ip) => ip.accepts(frame),
             StreamIdentity::MaskAndMatch(mask) => mask.accepts(l2),
         }
     }
 }
 
-/// A frame's L2 header, parsed once, and its IP fields, parsed at most once and only if an
-/// identity asks for them.
+/// A frame's L2 header, parsed once, the PVID of the port it arrived on, and its IP fields,
+/// parsed at most once and only if an identity asks for them.
 struct ParsedFrame<'a> {
     l2: Frame<&'a [u8]>,
+    pvid: Pvid,
     ip: OnceCell<Option<IpFields>>,
 }
 
 impl<'a> ParsedFrame<'a> {
-    fn new(frame: &'a [u8]) -> Result<ParsedFrame<'a>, WireError> {
+    fn new(frame: &'a [u8], pvid: Pvid) -> Result<ParsedFrame<'a>, WireError> {
         Ok(ParsedFrame {
             l2: Frame::new_checked(frame)?,
+            pvid,
             ip: OnceCell::new(),
         })
     }
@@ -529,13 +613,14 @@ impl StreamIdentifier {
         &self.entries
     }
 
-    /// The handle of the first entry whose identity matches `frame`, or `None`.
+    /// The handle of the first entry whose identity matches `frame`, received on a port with
+    /// `pvid`, or `None`.
     ///
     /// # Errors
     /// [`WireError::Truncated`] if the frame is too short for its L2 header (count it as a
     /// malformed frame).
-    pub fn identify(&self, frame: &[u8]) -> Result<Option<StreamHandle>, WireError> {
-        let parsed = ParsedFrame::new(frame)?;
+    pub fn identify(&self, frame: &[u8], pvid: Pvid) -> Result<Option<StreamHandle>, WireError> {
+        let parsed = ParsedFrame::new(frame, pvid)?;
         Ok(self
             .entries
             .iter()
@@ -592,7 +677,11 @@ mod tests {
             StreamIdentity::Ip(ip),
         ] {
             identity.validate().unwrap();
-            assert_eq!(identity.matches(&TAGGED_RTAG_UDP), Ok(true), "{identity:?}");
+            assert_eq!(
+                identity.matches(&TAGGED_RTAG_UDP, Pvid::DEFAULT),
+                Ok(true),
+                "{identity:?}"
+            );
         }
     }
 
@@ -618,9 +707,14 @@ mod tests {
         table
             .add(StreamHandle(3), StreamIdentity::Null(this))
             .unwrap();
-        assert_eq!(table.identify(&TAGGED_RTAG_UDP), Ok(Some(StreamHandle(2))));
+        assert_eq!(
+            table.identify(&TAGGED_RTAG_UDP, Pvid::DEFAULT),
+            Ok(Some(StreamHandle(2)))
+        );
         assert_eq!(table.entries().len(), 3);
-        assert!(table.identify(&TAGGED_RTAG_UDP[..10]).is_err());
+        assert!(table
+            .identify(&TAGGED_RTAG_UDP[..10], Pvid::DEFAULT)
+            .is_err());
     }
 
     #[test]

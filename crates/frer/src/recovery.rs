@@ -14,9 +14,16 @@
 //!   a literal implementation counts the `HL - 1` numbers before the first accepted packet as
 //!   lost. Here only numbers at or after the first packet accepted since the reset are counted.
 //! - **Timer.** RemainingTicks is reloaded by every passed tagged packet and, under individual
-//!   recovery only, by every discarded one (duplicate or rogue). When it runs out the function
-//!   resets once (Resets += 1, TakeAny) and the timer stays stopped until the next reload, so an
-//!   idle function does not count a reset every timeout period.
+//!   recovery only, by every discarded one (duplicate or rogue), as 7.4.3.4 and 10.4.1.10
+//!   demand. When it runs out the function resets once (Resets += 1, TakeAny) and the timer
+//!   stays stopped until the next reload, so an idle function does not count a reset every
+//!   timeout period. Under individual recovery this rule can lock a member stream out: after a
+//!   cut longer than `history_length` frames but shorter than the timeout, every frame is rogue
+//!   and reloads the timer. `RecoveryParams::lockout_free_rate` says up to which rate that
+//!   cannot happen.
+//! - **Defaults** are frerlab's, not YANG's (history length 2, no timeout), which can black a
+//!   stream out for good after a rogue jump: see `DEFAULT_HISTORY_LENGTH` and
+//!   `default_reset_timeout_ns`.
 //! - **Tagless packets** count in `tagless_packets`; one that passes (take-no-sequence) also
 //!   counts in `passed_packets`, so every packet is counted exactly once in passed, discarded,
 //!   rogue or dropped-tagless. It does not reload the timer (it carries no sequence number).
@@ -32,6 +39,28 @@ pub const MIN_HISTORY_LENGTH: u16 = 2;
 /// is a fixed 1024-bit array, so no allocation and no length beyond the storage.
 pub const MAX_HISTORY_LENGTH: u16 = 1024;
 const HISTORY_WORDS: usize = MAX_HISTORY_LENGTH as usize / 64;
+/// frerlab's default frerSeqRcvyHistoryLength. YANG's default is 2, under which a copy two
+/// numbers late is rogue; 32 absorbs a 32-frame skew between paths and is the largest history
+/// Microchip LAN966x switches take, so a default configuration can be exported to them.
+pub const DEFAULT_HISTORY_LENGTH: u16 = 32;
+/// frerlab's default frerSeqRcvyResetMSec of a sequence recovery function, in nanoseconds.
+/// YANG gives no default; without a timeout a rogue jump (a talker restarting its numbers)
+/// blacks the stream out for good, and with this one for at most 100 ms.
+pub const DEFAULT_RESET_TIMEOUT_NS: u64 = 100_000_000;
+/// frerlab's default frerSeqRcvyResetMSec of an individual recovery function, in
+/// nanoseconds: 1 ms, the shortest the millisecond-based managed object can give, so that a
+/// member stream cannot be locked out below `(history_length - 1) / 1 ms` frames per second.
+/// A short timeout costs nothing here: the sequence recovery after it still eliminates.
+pub const DEFAULT_INDIVIDUAL_RESET_TIMEOUT_NS: u64 = 1_000_000;
+
+/// frerlab's default reset timeout for a recovery function, in nanoseconds.
+pub fn default_reset_timeout_ns(individual_recovery: bool) -> u64 {
+    if individual_recovery {
+        DEFAULT_INDIVIDUAL_RESET_TIMEOUT_NS
+    } else {
+        DEFAULT_RESET_TIMEOUT_NS
+    }
+}
 
 /// frerSeqRcvyAlgorithm.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -136,15 +165,39 @@ pub struct RecoveryParams {
 }
 
 impl Default for RecoveryParams {
-    /// The YANG defaults: vector, history length 2, no timeout, no individual recovery.
+    /// frerlab's defaults: a sequence recovery function, vector algorithm,
+    /// `DEFAULT_HISTORY_LENGTH`, `DEFAULT_RESET_TIMEOUT_NS` (YANG's are history length 2 and
+    /// no timeout).
     fn default() -> Self {
         RecoveryParams {
             algorithm: Algorithm::Vector,
-            history_length: MIN_HISTORY_LENGTH,
-            reset_timeout_ns: None,
+            history_length: DEFAULT_HISTORY_LENGTH,
+            reset_timeout_ns: Some(DEFAULT_RESET_TIMEOUT_NS),
             individual_recovery: false,
             take_no_sequence: false,
         }
+    }
+}
+
+impl RecoveryParams {
+    /// The highest frame rate (frames per second) at which this function cannot lock a
+    /// member stream out; `None` when it never can.
+    ///
+    /// Only individual recovery with the vector algorithm can: its rogue discards reload the
+    /// timer (7.4.3.4, 10.4.1.10), so when a path comes back after a cut that lost
+    /// `history_length` or more frames, but lasted less than the reset timeout, every frame of
+    /// that path is rogue and keeps the timer from ever firing. No cut shorter than the
+    /// timeout loses that many frames while the rate stays below
+    /// `(history_length - 1) / timeout`. Without a timeout the answer is 0: any long enough
+    /// cut locks the member out for good.
+    pub fn lockout_free_rate(&self) -> Option<f64> {
+        if !self.individual_recovery || self.algorithm != Algorithm::Vector {
+            return None;
+        }
+        Some(match self.reset_timeout_ns {
+            None => 0.0,
+            Some(timeout) => f64::from(self.history_length - 1) * 1e9 / timeout as f64,
+        })
     }
 }
 
@@ -613,6 +666,65 @@ mod tests {
             "rogue reloads too"
         );
         assert_eq!(r.counters().resets, 0);
+    }
+
+    #[test]
+    fn a_cut_longer_than_the_window_but_shorter_than_the_timeout_locks_a_member_out() {
+        // 802.1CB's own behaviour (7.4.3.4): the member's rogue frames keep reloading the timer
+        let params = RecoveryParams {
+            history_length: 8,
+            reset_timeout_ns: Some(500_000_000),
+            individual_recovery: true,
+            ..RecoveryParams::default()
+        };
+        assert_eq!(params.lockout_free_rate(), Some(14.0));
+        let mut r = SequenceRecovery::new(params).unwrap();
+        let period = 200_000; // 5 kframes/s
+        for s in 0..100u16 {
+            assert_eq!(r.receive(Some(SeqNum(s)), u64::from(s) * period), Pass);
+        }
+        // a 50 ms cut: numbers 100..349 never arrive
+        let passed: usize = (350..4000u16)
+            .filter(|&s| r.receive(Some(SeqNum(s)), u64::from(s) * period).is_pass())
+            .count();
+        assert_eq!((passed, r.counters().resets), (0, 0), "locked out");
+    }
+
+    #[test]
+    fn the_default_individual_timeout_resynchronises_after_the_same_cut() {
+        let params = RecoveryParams {
+            individual_recovery: true,
+            reset_timeout_ns: Some(default_reset_timeout_ns(true)),
+            ..RecoveryParams::default()
+        };
+        assert_eq!(params.lockout_free_rate(), Some(31_000.0));
+        let mut r = SequenceRecovery::new(params).unwrap();
+        let period = 200_000;
+        for s in 0..100u16 {
+            r.receive(Some(SeqNum(s)), u64::from(s) * period);
+        }
+        let passed = (350..4000u16)
+            .filter(|&s| r.receive(Some(SeqNum(s)), u64::from(s) * period).is_pass())
+            .count();
+        assert_eq!((passed, r.counters().resets), (3650, 1));
+    }
+
+    #[test]
+    fn only_individual_vector_recovery_can_lock_out() {
+        let sequence = RecoveryParams::default();
+        assert_eq!(sequence.lockout_free_rate(), None);
+        let matching = RecoveryParams {
+            algorithm: Algorithm::Match,
+            individual_recovery: true,
+            ..RecoveryParams::default()
+        };
+        assert_eq!(matching.lockout_free_rate(), None);
+        let never = RecoveryParams {
+            individual_recovery: true,
+            reset_timeout_ns: None,
+            ..RecoveryParams::default()
+        };
+        assert_eq!(never.lockout_free_rate(), Some(0.0));
     }
 
     #[test]

@@ -6,8 +6,8 @@ use std::net::IpAddr;
 
 use frer::identify::{
     ActiveDestMacVlanIdentity, DestMacVlan, IpIdentity, MaskAndMatchIdentity, NextProtocol,
-    NullIdentity, SourceMacVlanIdentity, StreamHandle, StreamIdentifier, StreamIdentity, TagMatch,
-    DSCP_IGNORE,
+    NullIdentity, Pvid, SourceMacVlanIdentity, StreamHandle, StreamIdentifier, StreamIdentity,
+    TagMatch, DSCP_IGNORE,
 };
 use frer::wire::{push_rtag, EtherType, Frame, FrameRepr, MacAddr, TagProtocol, VlanTag, VlanTags};
 use frer::SeqNum;
@@ -118,12 +118,17 @@ impl Packet {
     }
 }
 
+/// Whether `identity` matches `frame` received on a port with the default PVID (1).
 fn matches(identity: &StreamIdentity, frame: &[u8]) -> bool {
+    matches_at(identity, frame, Pvid::DEFAULT)
+}
+
+fn matches_at(identity: &StreamIdentity, frame: &[u8], pvid: Pvid) -> bool {
     identity.validate().unwrap();
-    let direct = identity.matches(frame).unwrap();
+    let direct = identity.matches(frame, pvid).unwrap();
     let tagged = push_rtag(frame, SeqNum(9)).unwrap();
     assert_eq!(
-        identity.matches(&tagged).unwrap(),
+        identity.matches(&tagged, pvid).unwrap(),
         direct,
         "an R-TAG must not change the verdict"
     );
@@ -133,14 +138,15 @@ fn matches(identity: &StreamIdentity, frame: &[u8]) -> bool {
 // --- the VLAN rule shared by null, source MAC and IP identification ---
 
 /// Every (tagged, vid) rule against an untagged, a priority-tagged (VID 0), a VID 10 and a
-/// VID 11 frame.
+/// VID 11 frame, on a port with the default PVID 1 (the VID of the first two).
 #[test]
 fn tagged_priority_and_all_accept_the_frames_802_1cb_describes() {
+    let (ethertype, packet) = Packet::udp_v4().bytes();
     let frames = [
-        frame(DA, SA, &[], EtherType::IPV4, &[0; 4]),
-        frame(DA, SA, &[c_tag(3, 0)], EtherType::IPV4, &[0; 4]),
-        frame(DA, SA, &[c_tag(3, 10)], EtherType::IPV4, &[0; 4]),
-        frame(DA, SA, &[c_tag(3, 11)], EtherType::IPV4, &[0; 4]),
+        frame(DA, SA, &[], ethertype, &packet),
+        frame(DA, SA, &[c_tag(3, 0)], ethertype, &packet),
+        frame(DA, SA, &[c_tag(3, 10)], ethertype, &packet),
+        frame(DA, SA, &[c_tag(3, 11)], ethertype, &packet),
     ];
     let cases = [
         (TagMatch::Tagged, 10, [false, false, true, false]),
@@ -148,6 +154,8 @@ fn tagged_priority_and_all_accept_the_frames_802_1cb_describes() {
         (TagMatch::Priority, 0, [true, true, false, false]),
         (TagMatch::All, 0, [true, true, true, true]),
         (TagMatch::All, 10, [false, false, true, false]),
+        (TagMatch::All, 1, [true, true, false, false]),
+        (TagMatch::Tagged, 1, [false, true, false, false]),
     ];
     for (tagged, vid, expected) in cases {
         let null = StreamIdentity::Null(NullIdentity {
@@ -160,10 +168,87 @@ fn tagged_priority_and_all_accept_the_frames_802_1cb_describes() {
             tagged,
             vid,
         });
-        for identity in [null, smac] {
+        let ip = StreamIdentity::Ip(IpIdentity {
+            tagged,
+            vid,
+            ..ip_any()
+        });
+        let active = StreamIdentity::ActiveDestMacVlan(ActiveDestMacVlanIdentity {
+            down: DestMacVlan::new(DA, tagged, vid, None).unwrap(),
+            up: DestMacVlan::new(OTHER_DA, TagMatch::All, 0, None).unwrap(),
+        });
+        for identity in [null, smac, ip, active] {
             let got: Vec<bool> = frames.iter().map(|f| matches(&identity, f)).collect();
             assert_eq!(got, expected, "{tagged:?} vid {vid}, {identity:?}");
         }
+    }
+}
+
+/// 802.1Q 6.9: an untagged or priority-tagged frame belongs to the VLAN of the port it
+/// arrives on (its PVID), for every type with a VLAN parameter.
+#[test]
+fn untagged_and_priority_tagged_frames_take_the_port_vid() {
+    let (payload_type, payload) = Packet::udp_v4().bytes();
+    let untagged = frame(DA, SA, &[], payload_type, &payload);
+    let priority_tagged = frame(DA, SA, &[c_tag(6, 0)], payload_type, &payload);
+    let vid_10 = frame(DA, SA, &[c_tag(0, 10)], payload_type, &payload);
+    let (pvid_1, pvid_10) = (Pvid::DEFAULT, Pvid::new(10).unwrap());
+    let identities = [
+        StreamIdentity::Null(NullIdentity {
+            dst_mac: DA,
+            tagged: TagMatch::All,
+            vid: 10,
+        }),
+        StreamIdentity::SourceMacVlan(SourceMacVlanIdentity {
+            src_mac: SA,
+            tagged: TagMatch::All,
+            vid: 10,
+        }),
+        StreamIdentity::Ip(IpIdentity {
+            tagged: TagMatch::All,
+            vid: 10,
+            ..ip_any()
+        }),
+        StreamIdentity::ActiveDestMacVlan(ActiveDestMacVlanIdentity {
+            down: DestMacVlan::new(DA, TagMatch::All, 10, None).unwrap(),
+            up: DestMacVlan::new(OTHER_DA, TagMatch::All, 0, None).unwrap(),
+        }),
+    ];
+    for identity in &identities {
+        assert!(matches_at(identity, &untagged, pvid_10), "{identity:?}");
+        assert!(
+            matches_at(identity, &priority_tagged, pvid_10),
+            "{identity:?}"
+        );
+        assert!(!matches_at(identity, &untagged, pvid_1), "{identity:?}");
+        assert!(
+            !matches_at(identity, &priority_tagged, pvid_1),
+            "{identity:?}"
+        );
+        assert!(
+            matches_at(identity, &vid_10, pvid_1),
+            "a tag's VID wins over the PVID"
+        );
+    }
+    let mut table = StreamIdentifier::new();
+    table.add(StreamHandle(4), identities[0].clone()).unwrap();
+    assert_eq!(
+        table.identify(&untagged, pvid_10),
+        Ok(Some(StreamHandle(4)))
+    );
+    assert_eq!(table.identify(&untagged, pvid_1), Ok(None));
+}
+
+#[test]
+fn a_port_vid_names_a_vlan() {
+    assert_eq!(Pvid::new(1).map(Pvid::get), Ok(1));
+    assert_eq!(Pvid::new(4094).map(Pvid::get), Ok(4094));
+    assert_eq!(Pvid::default(), Pvid::DEFAULT);
+    for vid in [0, 4095] {
+        assert_eq!(
+            Pvid::new(vid).unwrap_err().to_string(),
+            format!("pvid {vid} is out of range (1..=4094)")
+        );
     }
 }
 
@@ -198,7 +283,7 @@ fn a_frame_with_a_malformed_rtag_still_belongs_to_its_stream() {
         tagged: TagMatch::Tagged,
         vid: 10,
     });
-    assert_eq!(null.matches(&bad_rtag), Ok(true));
+    assert_eq!(null.matches(&bad_rtag, Pvid::DEFAULT), Ok(true));
 }
 
 // --- type 1, null ---
@@ -245,8 +330,8 @@ fn source_mac_identity_compares_the_source_mac() {
 
 fn active() -> ActiveDestMacVlanIdentity {
     ActiveDestMacVlanIdentity {
-        down: DestMacVlan::new(OTHER_DA, 20, 5).unwrap(),
-        up: DestMacVlan::new(DA, 10, 3).unwrap(),
+        down: DestMacVlan::new(OTHER_DA, TagMatch::Tagged, 20, Some(5)).unwrap(),
+        up: DestMacVlan::new(DA, TagMatch::Tagged, 10, Some(3)).unwrap(),
     }
 }
 
@@ -259,8 +344,10 @@ fn active_rewrite_down_then_up_restores_the_frame() {
             SeqNum(4),
         )
         .unwrap();
-        let mut bytes = original.clone();
-        assert_eq!(active().rewrite_down(&mut bytes), Ok(true));
+        let bytes = active()
+            .rewrite_down(&original, Pvid::DEFAULT)
+            .unwrap()
+            .unwrap();
 
         let wire = Frame::new_checked(&bytes[..]).unwrap();
         assert_eq!(wire.dst_addr(), OTHER_DA);
@@ -277,11 +364,11 @@ fn active_rewrite_down_then_up_restores_the_frame() {
             "only DA and outer tag change"
         );
         assert!(StreamIdentity::ActiveDestMacVlan(active())
-            .matches(&bytes)
+            .matches(&bytes, Pvid::DEFAULT)
             .unwrap());
 
-        assert_eq!(active().rewrite_up(&mut bytes), Ok(true));
-        assert_eq!(bytes, original);
+        let up = active().rewrite_up(&bytes, Pvid::DEFAULT).unwrap();
+        assert_eq!(up, Some(original));
     }
 }
 
@@ -289,40 +376,99 @@ fn active_rewrite_down_then_up_restores_the_frame() {
 fn active_rewrite_leaves_other_frames_alone() {
     let others = [
         frame(OTHER_SA, SA, &[c_tag(3, 10)], EtherType::IPV4, &[]),
-        frame(DA, SA, &[c_tag(4, 10)], EtherType::IPV4, &[]),
         frame(DA, SA, &[c_tag(3, 11)], EtherType::IPV4, &[]),
         frame(DA, SA, &[], EtherType::IPV4, &[]),
     ];
     for original in others {
-        let mut bytes = original.clone();
-        assert_eq!(active().rewrite_down(&mut bytes), Ok(false));
-        assert_eq!(bytes, original);
+        assert_eq!(active().rewrite_down(&original, Pvid::DEFAULT), Ok(None));
     }
-    let mut up_values = frame(DA, SA, &[c_tag(3, 10)], EtherType::IPV4, &[]);
+    let up_values = frame(DA, SA, &[c_tag(3, 10)], EtherType::IPV4, &[]);
     assert_eq!(
-        active().rewrite_up(&mut up_values),
-        Ok(false),
+        active().rewrite_up(&up_values, Pvid::DEFAULT),
+        Ok(None),
         "rewrite_up wants the down values"
     );
-    assert!(active().rewrite_down(&mut [0u8; 13]).is_err());
+    assert!(active().rewrite_down(&[0u8; 13], Pvid::DEFAULT).is_err());
 }
 
+/// The YANG model (9.1.4.4, 9.1.4.8): priority is what the function gives the frames it
+/// emits; frames are recognised by DA and VLAN only, whatever their PCP.
 #[test]
-fn active_identity_matches_the_wire_values() {
+fn active_identity_matches_da_and_vid_never_the_pcp() {
     let identity = StreamIdentity::ActiveDestMacVlan(active());
     assert_eq!(identity.type_number(), 3);
-    assert!(matches(
+    for pcp in 0..=7 {
+        assert!(matches(
+            &identity,
+            &frame(OTHER_DA, SA, &[c_tag(pcp, 20)], EtherType::IPV4, &[])
+        ));
+        let up_values = frame(DA, SA, &[c_tag(pcp, 10)], EtherType::IPV4, &[]);
+        let down = active().rewrite_down(&up_values, Pvid::DEFAULT).unwrap();
+        assert_eq!(
+            down.map(|f| Frame::new_checked(f).unwrap().outer_vlan().unwrap().pcp()),
+            Some(5),
+            "the down priority is given to every frame"
+        );
+    }
+    assert!(!matches(
         &identity,
-        &frame(OTHER_DA, SA, &[c_tag(5, 20)], EtherType::IPV4, &[])
+        &frame(DA, SA, &[c_tag(5, 20)], EtherType::IPV4, &[])
     ));
     assert!(!matches(
         &identity,
-        &frame(DA, SA, &[c_tag(3, 10)], EtherType::IPV4, &[])
+        &frame(OTHER_DA, SA, &[c_tag(5, 21)], EtherType::IPV4, &[])
     ));
-    assert!(!matches(
-        &identity,
-        &frame(OTHER_DA, SA, &[c_tag(4, 20)], EtherType::IPV4, &[])
-    ));
+}
+
+/// VLAN 0 on a side means "any VID" when matching (9.1.4.3); `tagged` chooses whether the
+/// frame must carry a tag.
+#[test]
+fn active_identity_vid_0_is_any_and_tagged_chooses_the_frames() {
+    let side = |tagged| DestMacVlan::new(DA, tagged, 0, None).unwrap();
+    let frames = [
+        frame(DA, SA, &[], EtherType::IPV4, &[]),
+        frame(DA, SA, &[c_tag(2, 0)], EtherType::IPV4, &[]),
+        frame(DA, SA, &[c_tag(2, 30)], EtherType::IPV4, &[]),
+    ];
+    for (tagged, expected) in [
+        (TagMatch::Tagged, [false, true, true]),
+        (TagMatch::Priority, [true, true, false]),
+        (TagMatch::All, [true, true, true]),
+    ] {
+        let identity = StreamIdentity::ActiveDestMacVlan(ActiveDestMacVlanIdentity {
+            down: side(tagged),
+            up: side(TagMatch::All),
+        });
+        let got: Vec<bool> = frames.iter().map(|f| matches(&identity, f)).collect();
+        assert_eq!(got, expected, "{tagged:?}");
+    }
+}
+
+/// A rewrite without a configured priority keeps the frame's PCP; an untagged frame gets a
+/// C-tag with the other side's VID and the port default priority 0.
+#[test]
+fn active_rewrite_keeps_the_pcp_unless_configured_and_tags_untagged_frames() {
+    let identity = ActiveDestMacVlanIdentity {
+        down: DestMacVlan::new(OTHER_DA, TagMatch::Tagged, 20, None).unwrap(),
+        up: DestMacVlan::new(DA, TagMatch::All, 0, None).unwrap(),
+    };
+    let tagged = frame(DA, SA, &[c_tag(6, 10)], EtherType::IPV4, &[9; 4]);
+    let down = identity
+        .rewrite_down(&tagged, Pvid::DEFAULT)
+        .unwrap()
+        .unwrap();
+    let outer = Frame::new_checked(&down[..]).unwrap().outer_vlan().unwrap();
+    assert_eq!((outer.vid(), outer.pcp()), (20, 6));
+
+    let untagged = frame(DA, SA, &[], EtherType::IPV4, &[9; 4]);
+    let down = identity
+        .rewrite_down(&untagged, Pvid::DEFAULT)
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        down,
+        frame(OTHER_DA, SA, &[c_tag(0, 20)], EtherType::IPV4, &[9; 4])
+    );
 }
 
 // --- type 4, IP ---
@@ -534,7 +680,7 @@ fn non_ip_or_malformed_ip_frames_match_no_ip_identity_but_other_types_still_appl
         .unwrap();
 
     assert_eq!(
-        table.identify(&Packet::udp_v4().frame()),
+        table.identify(&Packet::udp_v4().frame(), Pvid::DEFAULT),
         Ok(Some(StreamHandle(1)))
     );
     let mut bad_ihl = Packet::udp_v4().frame();
@@ -542,7 +688,10 @@ fn non_ip_or_malformed_ip_frames_match_no_ip_identity_but_other_types_still_appl
     let truncated = &Packet::udp_v6().frame()[..40];
     let arp = frame(DA, SA, &[], EtherType(0x0806), &[0; 28]);
     for frame in [&bad_ihl[..], truncated, &arp[..]] {
-        assert_eq!(table.identify(frame), Ok(Some(StreamHandle(2))));
+        assert_eq!(
+            table.identify(frame, Pvid::DEFAULT),
+            Ok(Some(StreamHandle(2)))
+        );
     }
 }
 
@@ -694,13 +843,21 @@ fn invalid_parameters_are_refused_naming_the_value_and_the_valid_range() {
         assert!(table.entries().is_empty());
     }
     assert_eq!(
-        DestMacVlan::new(DA, 4096, 0).unwrap_err().to_string(),
+        DestMacVlan::new(DA, TagMatch::Tagged, 4096, None)
+            .unwrap_err()
+            .to_string(),
         "vid 4096 is out of range (0..=4095)"
     );
     assert_eq!(
-        DestMacVlan::new(DA, 1, 8).unwrap_err().to_string(),
-        "pcp 8 is out of range (0..=7)"
+        DestMacVlan::new(DA, TagMatch::Tagged, 1, Some(8))
+            .unwrap_err()
+            .to_string(),
+        "priority 8 is out of range (0..=7)"
     );
+    assert!(DestMacVlan::new(DA, TagMatch::Priority, 1, None)
+        .unwrap_err()
+        .to_string()
+        .starts_with("vid 1 cannot be used with tagged=priority"));
 }
 
 #[test]
@@ -733,5 +890,5 @@ fn boundary_values_are_accepted() {
     ] {
         table.add(StreamHandle(1), identity).unwrap();
     }
-    assert!(DestMacVlan::new(DA, 4095, 7).is_ok());
+    assert!(DestMacVlan::new(DA, TagMatch::Tagged, 4095, Some(7)).is_ok());
 }

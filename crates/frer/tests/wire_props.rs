@@ -3,7 +3,7 @@
 
 use frer::identify::{
     ActiveDestMacVlanIdentity, DestMacVlan, IpIdentity, MaskAndMatchIdentity, NextProtocol,
-    NullIdentity, StreamHandle, StreamIdentifier, StreamIdentity, TagMatch,
+    NullIdentity, Pvid, StreamHandle, StreamIdentifier, StreamIdentity, TagMatch,
 };
 use frer::wire::{
     pop_rtag, pop_rtag_in_place, push_rtag, push_rtag_in_place, EtherType, Frame, FrameRepr,
@@ -159,8 +159,9 @@ const TABLE_MAC: MacAddr = MacAddr([0x01, 0x00, 0x5e, 0, 0, 1]);
 
 /// The active identity in `table_of_every_type`: DA `TABLE_MAC`, VID 10, PCP 6 on the wire.
 fn active_identity() -> ActiveDestMacVlanIdentity {
-    let down = DestMacVlan::new(TABLE_MAC, 10, 6).unwrap();
-    let up = DestMacVlan::new(MacAddr([0x01, 0x00, 0x5e, 0, 0, 2]), 20, 2).unwrap();
+    let down = DestMacVlan::new(TABLE_MAC, TagMatch::Tagged, 10, Some(6)).unwrap();
+    let up_mac = MacAddr([0x01, 0x00, 0x5e, 0, 0, 2]);
+    let up = DestMacVlan::new(up_mac, TagMatch::All, 20, None).unwrap();
     ActiveDestMacVlanIdentity { down, up }
 }
 
@@ -216,7 +217,7 @@ proptest! {
 
         let view = Frame::new_checked(&tagged[..]).unwrap();
         let expected = FrameRepr { rtag: Some(SeqNum(seq)), ..repr };
-        prop_assert_eq!(FrameRepr::parse(&view).unwrap(), expected);
+        prop_assert_eq!(FrameRepr::parse(&view), expected);
         prop_assert_eq!(view.payload(), &payload[..]);
         prop_assert_eq!(view.tag_offset(), 12 + 4 * repr.vlan_tags.as_slice().len());
 
@@ -234,7 +235,7 @@ proptest! {
         let repr = FrameRepr { rtag: seq.map(SeqNum), ..repr };
         let frame = emit(&repr, &payload);
         let view = Frame::new_checked(&frame[..]).unwrap();
-        prop_assert_eq!(FrameRepr::parse(&view).unwrap(), repr);
+        prop_assert_eq!(FrameRepr::parse(&view), repr);
         prop_assert_eq!(view.payload_offset(), repr.buffer_len());
     }
 
@@ -269,9 +270,8 @@ proptest! {
         let _ = IpFields::parse(EtherType::IPV4, &bytes);
         let _ = IpFields::parse(EtherType::IPV6, &bytes);
 
-        let _ = table_of_every_type().identify(&bytes);
-        let mut frame = bytes.clone();
-        let _ = active_identity().rewrite_up(&mut frame);
-        let _ = active_identity().rewrite_down(&mut frame);
+        let _ = table_of_every_type().identify(&bytes, Pvid::DEFAULT);
+        let _ = active_identity().rewrite_up(&bytes, Pvid::DEFAULT);
+        let _ = active_identity().rewrite_down(&bytes, Pvid::DEFAULT);
     }
 }

@@ -6,7 +6,7 @@ use frer::decode::SequenceDecoder;
 use frer::generation::SequenceGenerator;
 use frer::identify::{
     ActiveDestMacVlanIdentity, DestMacVlan, IpIdentity, MaskAndMatchIdentity, NextProtocol,
-    NullIdentity, SourceMacVlanIdentity, StreamHandle, StreamIdentifier, StreamIdentity,
+    NullIdentity, Pvid, SourceMacVlanIdentity, StreamHandle, StreamIdentifier, StreamIdentity,
     TagMatch,
 };
 use frer::latent::{LatentErrorDetector, LatentParamError, LatentParams};
@@ -97,6 +97,12 @@ impl PySequenceRecovery {
     /// (RecovSeqNum, TakeAny).
     fn state(&self) -> (u16, bool) {
         (self.inner.recov_seq_num().0, self.inner.take_any())
+    }
+
+    /// The highest frame rate at which this function cannot lock a member stream out, or None
+    /// when it never can (RecoveryParams::lockout_free_rate).
+    fn lockout_free_rate(&self) -> Option<f64> {
+        self.inner.params().lockout_free_rate()
     }
 }
 
@@ -242,6 +248,10 @@ fn tag_match(text: &str) -> PyResult<TagMatch> {
     }
 }
 
+fn port_vid(pvid: i64) -> PyResult<Pvid> {
+    Pvid::new(field("pvid", pvid, "1..=4094")?).map_err(value_error)
+}
+
 fn next_protocol(text: &str) -> PyResult<NextProtocol> {
     match text {
         "none" => Ok(NextProtocol::None),
@@ -312,29 +322,30 @@ impl PyStreamIdentifier {
         self.add(handle, StreamIdentity::SourceMacVlan(identity))
     }
 
-    /// Active destination MAC and VLAN stream identification (type 3): down = on the wire.
-    #[allow(clippy::too_many_arguments)]
+    /// Active destination MAC and VLAN stream identification (type 3): down = on the wire;
+    /// each side is (mac, tagged, vid, priority or None).
     fn add_active_dest_mac_vlan(
         &mut self,
         handle: i64,
-        down_mac: &str,
-        down_vid: i64,
-        down_pcp: i64,
-        up_mac: &str,
-        up_vid: i64,
-        up_pcp: i64,
+        down: (String, String, i64, Option<i64>),
+        up: (String, String, i64, Option<i64>),
     ) -> PyResult<()> {
-        let side = |mac_text: &str, vid: i64, pcp: i64, prefix: &str| -> PyResult<DestMacVlan> {
+        let side = |(mac_text, tagged, vid, priority): (String, String, i64, Option<i64>),
+                    prefix: &str|
+         -> PyResult<DestMacVlan> {
             DestMacVlan::new(
-                mac(&format!("{prefix}_mac"), mac_text)?,
-                field(&format!("{prefix}_vid"), vid, "0..=4095")?,
-                field(&format!("{prefix}_pcp"), pcp, "0..=7")?,
+                mac(&format!("{prefix} mac"), &mac_text)?,
+                tag_match(&tagged)?,
+                field(&format!("{prefix} vid"), vid, "0..=4095")?,
+                priority
+                    .map(|p| field(&format!("{prefix} priority"), p, "0..=7"))
+                    .transpose()?,
             )
-            .map_err(value_error)
+            .map_err(|err| value_error(format!("{prefix}: {err}")))
         };
         let identity = ActiveDestMacVlanIdentity {
-            down: side(down_mac, down_vid, down_pcp, "down")?,
-            up: side(up_mac, up_vid, up_pcp, "up")?,
+            down: side(down, "down")?,
+            up: side(up, "up")?,
         };
         self.add(handle, StreamIdentity::ActiveDestMacVlan(identity))
     }
@@ -391,9 +402,11 @@ impl PyStreamIdentifier {
         self.add(handle, StreamIdentity::MaskAndMatch(identity))
     }
 
-    /// The handle of the first identity the frame matches, or None.
-    fn identify(&self, frame: &[u8]) -> PyResult<Option<u32>> {
-        Ok(self.inner.identify(frame).map_err(value_error)?.map(|h| h.0))
+    /// The handle of the first identity the frame, received on a port with `pvid`, matches,
+    /// or None.
+    fn identify(&self, frame: &[u8], pvid: i64) -> PyResult<Option<u32>> {
+        let pvid = port_vid(pvid)?;
+        Ok(self.inner.identify(frame, pvid).map_err(value_error)?.map(|h| h.0))
     }
 
     /// The frame rewritten by the active identity `handle` ("down" toward the wire or "up"),
@@ -404,16 +417,17 @@ impl PyStreamIdentifier {
         handle: i64,
         frame: &[u8],
         direction: &str,
+        pvid: i64,
     ) -> PyResult<Option<Bound<'py, PyBytes>>> {
         let active = self.active(handle)?;
-        let mut out = frame.to_vec();
+        let pvid = port_vid(pvid)?;
         let rewritten = match direction {
-            "down" => active.rewrite_down(&mut out),
-            "up" => active.rewrite_up(&mut out),
+            "down" => active.rewrite_down(frame, pvid),
+            "up" => active.rewrite_up(frame, pvid),
             _ => return Err(value_error(format!("direction {direction:?} is not valid (\"down\" or \"up\")"))),
         }
         .map_err(value_error)?;
-        Ok(rewritten.then(|| PyBytes::new(py, &out)))
+        Ok(rewritten.map(|out| PyBytes::new(py, &out)))
     }
 }
 
@@ -426,5 +440,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyStreamIdentifier>()?;
     m.add_function(wrap_pyfunction!(push_rtag, m)?)?;
     m.add_function(wrap_pyfunction!(pop_rtag, m)?)?;
+    m.add("DEFAULT_HISTORY_LENGTH", frer::recovery::DEFAULT_HISTORY_LENGTH)?;
+    m.add("DEFAULT_RESET_TIMEOUT_NS", frer::recovery::DEFAULT_RESET_TIMEOUT_NS)?;
+    m.add("DEFAULT_INDIVIDUAL_RESET_TIMEOUT_NS", frer::recovery::DEFAULT_INDIVIDUAL_RESET_TIMEOUT_NS)?;
     Ok(())
 }

@@ -242,9 +242,13 @@ impl Spec {
     /// Parses the JSON form.
     ///
     /// # Errors
-    /// The parser's message when the JSON does not match the schema.
+    /// The parser's message when the JSON does not match the schema, naming the field at
+    /// the position where it stopped.
     pub fn from_json(text: &str) -> Result<Spec, String> {
-        serde_json::from_str(text).map_err(|e| format!("scenario spec: {e}"))
+        serde_json::from_str(text).map_err(|e| match field_at(text, e.line(), e.column()) {
+            Some(field) => format!("scenario spec: field {field:?}: {e}"),
+            None => format!("scenario spec: {e}"),
+        })
     }
 
     /// Checks ranges and cross references.
@@ -310,6 +314,16 @@ impl Spec {
         }
         Ok(())
     }
+}
+
+/// The innermost JSON key written before `line`:`column` (1-based, as serde_json reports
+/// positions), so that a parse error can name the field instead of only a position.
+fn field_at(text: &str, line: usize, column: usize) -> Option<&str> {
+    let line_text = text.lines().nth(line.checked_sub(1)?)?;
+    let before = line_text.get(..column.min(line_text.len()))?;
+    let colon = before.rfind("\":")?;
+    let start = before[..colon].rfind('"')? + 1;
+    Some(&before[start..colon])
 }
 
 fn check_probability(owner: &str, field: &str, p: f64) -> Result<(), String> {
@@ -433,4 +447,18 @@ fn check_stream(
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_parse_error_names_the_field() {
+        let err = Spec::from_json(r#"{"seed": 1, "duration": 1e30, "interval": 1}"#).unwrap_err();
+        assert!(
+            err.starts_with("scenario spec: field \"duration\": invalid type: floating point"),
+            "{err}"
+        );
+    }
 }

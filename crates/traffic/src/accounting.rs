@@ -16,12 +16,22 @@
 //!   as 0 and counted in `negative_latency`.
 //! - *intervals*: consecutive windows of `interval_ns` by receive time, starting at the first
 //!   arrival, empty windows included (an outage shows as intervals with nothing received).
+//! - *sequence bins* (optional, [`StreamAccounting::with_seq_bins`]): bin k of N frames holds
+//!   sequence numbers kN..(k+1)N-1, whatever their arrival time. Its `frames` is
+//!   min(N, expected - kN), `received` the unique numbers of the bin that arrived,
+//!   `lost` = frames - received, so the bins sum exactly to expected, unique, lost and
+//!   duplicates. With a paced sender bin k holds the frames due in one slice of the send
+//!   schedule, so a loss lands in the bin its frames were due in, not where the gap was seen.
+//!   At most [`MAX_SEQ_BINS`] bins are kept (arrivals beyond them are not binned).
 
 use crate::histogram::{Histogram, Summary};
 use serde::Serialize;
 
 /// Sequence numbers below the highest seen within which duplicates are detected exactly.
 pub const DUPLICATE_WINDOW: u64 = 1 << 16;
+
+/// Most sequence bins kept per stream.
+pub const MAX_SEQ_BINS: u64 = 1 << 20;
 
 /// How one arrival was classified.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,6 +63,21 @@ pub struct IntervalReport {
     pub latency_ns: Option<Summary>,
 }
 
+/// Receive-side counters of one range of sequence numbers (see the module documentation).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SeqBinReport {
+    /// First sequence number of the bin (k times the bin size).
+    pub first_seq: u64,
+    /// Sequence numbers of the bin the sender used: min(bin size, expected - first_seq).
+    pub frames: u64,
+    /// Unique sequence numbers of the bin received.
+    pub received: u64,
+    /// Arrivals of the bin's sequence numbers already received.
+    pub duplicates: u64,
+    /// `frames - received`.
+    pub lost: u64,
+}
+
 /// Everything the accounting of one stream measured.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StreamReport {
@@ -74,6 +99,8 @@ pub struct StreamReport {
     pub lost: u64,
     /// Whether an end-of-stream probe arrived (if not, tail losses are not counted).
     pub end_seen: bool,
+    /// End-of-stream probes received (not counted in `arrivals`).
+    pub end_probes: u64,
     /// Arrivals whose send time was after their receive time.
     pub negative_latency: u64,
     /// Receive time of the first arrival (ns, the caller's clock).
@@ -84,6 +111,10 @@ pub struct StreamReport {
     pub latency_ns: Option<Summary>,
     /// Per-interval series.
     pub intervals: Vec<IntervalReport>,
+    /// Frames per sequence bin (`None`: no sequence bins kept).
+    pub seq_bin_frames: Option<u64>,
+    /// Per-sequence-bin series, bins 0 up to the one of `expected - 1` (empty without bins).
+    pub seq_bins: Vec<SeqBinReport>,
 }
 
 /// Accounting of one stream (see the module documentation for the definitions).
@@ -98,6 +129,7 @@ pub struct StreamAccounting {
     max_reorder_distance: u64,
     too_old: u64,
     end_count: Option<u64>,
+    end_probes: u64,
     negative_latency: u64,
     first_arrival_ns: Option<u64>,
     last_arrival_ns: Option<u64>,
@@ -105,6 +137,9 @@ pub struct StreamAccounting {
     interval_ns: u64,
     interval: Interval,
     intervals: Vec<IntervalReport>,
+    seq_bin_frames: Option<u64>,
+    /// (received, duplicates) per sequence bin, as far as arrivals reached.
+    seq_bins: Vec<(u64, u64)>,
 }
 
 #[derive(Debug, Clone)]
@@ -130,6 +165,7 @@ impl StreamAccounting {
             max_reorder_distance: 0,
             too_old: 0,
             end_count: None,
+            end_probes: 0,
             negative_latency: 0,
             first_arrival_ns: None,
             last_arrival_ns: None,
@@ -144,7 +180,28 @@ impl StreamAccounting {
                 latency: Histogram::new(),
             },
             intervals: Vec::new(),
+            seq_bin_frames: None,
+            seq_bins: Vec::new(),
         }
+    }
+
+    /// Also keeps per-sequence-bin counts, `frames` sequence numbers per bin (at least 1).
+    pub fn with_seq_bins(mut self, frames: u64) -> Self {
+        self.seq_bin_frames = Some(frames.max(1));
+        self
+    }
+
+    /// The (received, duplicates) of the bin of `seq`, if bins are kept and it is in range.
+    fn seq_bin(&mut self, seq: u64) -> Option<&mut (u64, u64)> {
+        let index = seq / self.seq_bin_frames?;
+        if index >= MAX_SEQ_BINS {
+            return None;
+        }
+        let index = index as usize;
+        if self.seq_bins.len() <= index {
+            self.seq_bins.resize(index + 1, (0, 0));
+        }
+        self.seq_bins.get_mut(index)
     }
 
     fn bit(seq: u64) -> (usize, u64) {
@@ -225,6 +282,9 @@ impl StreamAccounting {
             Arrival::Duplicate => {
                 self.duplicates += 1;
                 self.interval.duplicates += 1;
+                if let Some(bin) = self.seq_bin(seq) {
+                    bin.1 += 1;
+                }
             }
             Arrival::TooOld => self.too_old += 1,
             Arrival::InOrder | Arrival::Reordered => {
@@ -234,6 +294,9 @@ impl StreamAccounting {
                 }
                 self.unique += 1;
                 self.interval.received += 1;
+                if let Some(bin) = self.seq_bin(seq) {
+                    bin.0 += 1;
+                }
                 let latency = recv_ns.checked_sub(send_ns).unwrap_or_else(|| {
                     self.negative_latency += 1;
                     0
@@ -249,6 +312,7 @@ impl StreamAccounting {
     /// `0..count`.
     pub fn record_end(&mut self, count: u64, recv_ns: u64) {
         self.advance_intervals(recv_ns);
+        self.end_probes += 1;
         self.end_count = Some(self.end_count.map_or(count, |c| c.max(count)));
     }
 
@@ -284,12 +348,27 @@ impl StreamAccounting {
             expected,
             lost: expected.saturating_sub(self.unique),
             end_seen: self.end_count.is_some(),
+            end_probes: self.end_probes,
             negative_latency: self.negative_latency,
             first_arrival_ns: self.first_arrival_ns,
             last_arrival_ns: self.last_arrival_ns,
             latency_ns: self.latency.summary(),
             intervals: finished.intervals,
+            seq_bin_frames: self.seq_bin_frames,
+            seq_bins: self.seq_bins_report(expected),
         }
+    }
+
+    /// Bins 0 up to the one holding `expected - 1` (at most [`MAX_SEQ_BINS`]).
+    fn seq_bins_report(&self, expected: u64) -> Vec<SeqBinReport> {
+        let Some(size) = self.seq_bin_frames else { return Vec::new() };
+        (0..expected.div_ceil(size).min(MAX_SEQ_BINS))
+            .map(|k| {
+                let (received, duplicates) = self.seq_bins.get(k as usize).copied().unwrap_or((0, 0));
+                let frames = size.min(expected - k * size);
+                SeqBinReport { first_seq: k * size, frames, received, duplicates, lost: frames - received }
+            })
+            .collect()
     }
 }
 
@@ -353,6 +432,27 @@ mod tests {
         assert_eq!((r.intervals[2].received, r.intervals[2].lost), (1, 3));
         assert_eq!((r.intervals[3].received, r.intervals[3].reordered, r.intervals[3].lost), (1, 1, -1));
         assert_eq!(r.intervals.iter().map(|i| i.lost).sum::<i64>() as u64, r.lost);
+    }
+
+    #[test]
+    fn seq_bins_count_by_sequence_number_and_sum_to_the_totals() {
+        // bins of 4: 0..3 (2 lost, 1 duplicated), 4..7 (reordered 5 lands in its own bin),
+        // 8..11 (all lost, nothing of it arrived), 12..13 (the tail the end probe announced)
+        let mut acc = StreamAccounting::new(1_000).with_seq_bins(4);
+        for (t, seq) in [0u64, 3, 3, 4, 6, 7, 5, 12].into_iter().enumerate() {
+            acc.record(seq, 0, t as u64 * 1_000_000);
+        }
+        acc.record_end(14, 9_000_000);
+        acc.record_end(14, 9_000_001);
+        let r = acc.report();
+        let bins: Vec<(u64, u64, u64, u64, u64)> =
+            r.seq_bins.iter().map(|b| (b.first_seq, b.frames, b.received, b.duplicates, b.lost)).collect();
+        assert_eq!(bins, [(0, 4, 2, 1, 2), (4, 4, 4, 0, 0), (8, 4, 0, 0, 4), (12, 2, 1, 0, 1)]);
+        assert_eq!((r.seq_bin_frames, r.end_probes, r.arrivals), (Some(4), 2, 8));
+        let sum = |f: fn(&SeqBinReport) -> u64| r.seq_bins.iter().map(f).sum::<u64>();
+        assert_eq!((sum(|b| b.frames), sum(|b| b.received), sum(|b| b.lost), sum(|b| b.duplicates)),
+                   (r.expected, r.unique, r.lost, r.duplicates));
+        assert!(StreamAccounting::new(1_000).report().seq_bins.is_empty(), "no bins unless asked for");
     }
 
     #[test]

@@ -53,6 +53,9 @@ pub struct ReceiverConfig {
     /// Per-interval series period in seconds.
     #[serde(default = "default_interval")]
     pub interval_s: f64,
+    /// Also count per range of this many sequence numbers (`seq_bins` in the report).
+    #[serde(default)]
+    pub interval_frames: Option<u64>,
     /// Seconds to keep listening for stragglers after the last end-of-stream probe.
     #[serde(default = "default_linger")]
     pub linger_s: f64,
@@ -148,6 +151,9 @@ impl Receiver {
         let invalid = |m: String| io::Error::new(io::ErrorKind::InvalidInput, m);
         if !(config.interval_s.is_finite() && config.interval_s >= 0.001) {
             return Err(invalid(format!("interval {} s is out of range (0.001 s or more)", config.interval_s)));
+        }
+        if config.interval_frames == Some(0) {
+            return Err(invalid("interval_frames 0 is out of range (1 or more sequence numbers per bin)".into()));
         }
         if !(config.linger_s.is_finite() && (0.0..=60.0).contains(&config.linger_s)) {
             return Err(invalid(format!("linger {} s is out of range (0..=60 s)", config.linger_s)));
@@ -251,10 +257,17 @@ impl Receiver {
 
     fn account(&mut self, probe: Probe, frame_size: u32, recv_ns: u64) {
         let interval_ns = (self.config.interval_s * 1e9) as u64;
-        let stream = self.streams.entry(probe.stream_id).or_insert_with(|| Stream {
-            accounting: StreamAccounting::new(interval_ns),
-            frame_size_min: u32::MAX,
-            frame_size_max: 0,
+        let bin_frames = self.config.interval_frames;
+        let stream = self.streams.entry(probe.stream_id).or_insert_with(|| {
+            let accounting = StreamAccounting::new(interval_ns);
+            Stream {
+                accounting: match bin_frames {
+                    Some(n) => accounting.with_seq_bins(n),
+                    None => accounting,
+                },
+                frame_size_min: u32::MAX,
+                frame_size_max: 0,
+            }
         });
         match probe.kind {
             Kind::Data => {
@@ -402,6 +415,7 @@ mod tests {
     fn bad_receiver_settings_are_named() {
         let err = |json: &str| Receiver::from_json(json).err().unwrap().to_string();
         assert!(err(r#"{"mode":"udp","port":0,"interval_s":0}"#).contains("interval 0 s is out of range (0.001 s or more)"));
+        assert!(err(r#"{"mode":"udp","port":0,"interval_frames":0}"#).contains("interval_frames 0 is out of range (1 or more"));
         assert!(err(r#"{"mode":"udp","port":0,"linger_s":100}"#).contains("linger 100 s is out of range (0..=60 s)"));
         assert!(err(r#"{"mode":"raw","port":0}"#).contains("raw mode needs an interface"));
         assert!(err(r#"{"mode":"tcp","port":0}"#).contains("unknown variant `tcp`"));

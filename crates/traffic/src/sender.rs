@@ -124,6 +124,9 @@ pub struct SenderReport {
     pub requested_fps: Option<f64>,
     /// Frames handed to the kernel, duplicates included, end probes excluded.
     pub frames_sent: u64,
+    /// End-of-stream probes handed to the kernel after the data frames: frames of the same
+    /// stream, so the frames on the wire are `frames_sent + end_probes_sent`.
+    pub end_probes_sent: u64,
     /// Sequence numbers used (0..sequence_count).
     pub sequence_count: u64,
     /// Seconds from the start to the end of sending.
@@ -172,6 +175,7 @@ pub struct Sender {
     start_realtime_ns: u64,
     last_send_ns: u64,
     frames_sent: u64,
+    end_probes_sent: u64,
     max_lag_ns: u64,
     kernel_refusals: u64,
     port_unreachable: u64,
@@ -275,6 +279,7 @@ impl Sender {
             start_realtime_ns: 0,
             last_send_ns: 0,
             frames_sent: 0,
+            end_probes_sent: 0,
             max_lag_ns: 0,
             kernel_refusals: 0,
             port_unreachable: 0,
@@ -419,7 +424,10 @@ impl Sender {
         let mut done = 0;
         while done < count {
             match sys::send_batch(&self.socket, &mut frames[done * self.frame_len..], self.frame_len, count - done) {
-                Ok(n) => done += n,
+                Ok(n) => {
+                    done += n;
+                    self.end_probes_sent += n as u64;
+                }
                 Err(e) if matches!(e.raw_os_error(), Some(libc::EINTR) | Some(libc::ENOBUFS) | Some(libc::EAGAIN) | Some(libc::ECONNREFUSED)) => {
                     std::thread::yield_now()
                 }
@@ -458,6 +466,7 @@ impl Sender {
             stream_id: self.config.stream_id,
             requested_fps: self.requested_fps,
             frames_sent: self.frames_sent,
+            end_probes_sent: self.end_probes_sent,
             sequence_count: self.slots_used,
             elapsed_s,
             achieved_fps,

@@ -14,6 +14,8 @@ import struct
 import subprocess
 from pathlib import Path
 
+from frerlab.names import RUN_DIR
+
 _SYSCALL_BPF = {"x86_64": 321, "aarch64": 280}
 _MAP_LOOKUP_ELEM, _MAP_UPDATE_ELEM, _OBJ_GET, _PROG_TEST_RUN = 1, 2, 7, 10
 _OBJ_GET_INFO_BY_FD, _ENABLE_STATS = 15, 32
@@ -23,7 +25,7 @@ PROG_INFO_SIZE, PROG_INFO_RUN_TIME_NS = 232, 192
 BPF_F_LOCK = 4
 #: Where frerlab pins: a BPF filesystem of its own outside /sys, because `ip netns exec` and
 #: `tc -n` remount /sys in the namespace and would lose sight of /sys/fs/bpf.
-BPFFS = Path("/run/frerlab/bpf")
+BPFFS = RUN_DIR / "bpf"
 #: `struct __sk_buff` size and the offset of ingress_ifindex (linux/bpf.h).
 SK_BUFF_SIZE, SK_BUFF_INGRESS_IFINDEX = 192, 36
 
@@ -144,10 +146,11 @@ class Map(Pinned):
             struct.pack("<IIQQQ", self.fd, 0, ctypes.addressof(k), ctypes.addressof(value), flags), 32)
         _bpf(cmd, attr, f"{what} {self.path.name}[{key.hex()}]")
 
-    def lookup(self, key: bytes) -> bytes:
-        """The value at `key` (for a per-CPU map, every CPU's value one after another)."""
+    def lookup(self, key: bytes, flags: int = 0) -> bytes:
+        """The value at `key` (for a per-CPU map, every CPU's value one after another);
+        `flags` BPF_F_LOCK reads it under its spin lock, so it is not torn."""
         value = ctypes.create_string_buffer(self.value_size)
-        self._elem(_MAP_LOOKUP_ELEM, key, value, 0, "reading")
+        self._elem(_MAP_LOOKUP_ELEM, key, value, flags, "reading")
         return value.raw
 
     def update(self, key: bytes, value: bytes, flags: int = 0) -> None:
@@ -171,9 +174,10 @@ class Program(Pinned):
         _bpf(_OBJ_GET_INFO_BY_FD, attr, f"reading the info of {self.path.name}")
         return struct.unpack_from("<QQ", info.raw, PROG_INFO_RUN_TIME_NS)
 
-    def test_run(self, frame: bytes, ingress_ifindex: int = 0) -> tuple[int, bytes]:
-        """Runs the program once on `frame` as if received on `ingress_ifindex`; returns the
-        tc verdict and the frame as the program left it."""
+    def test_run(self, frame: bytes, ingress_ifindex: int = 0, repeat: int = 1) -> tuple[int, bytes]:
+        """Runs the program on `frame` as if received on `ingress_ifindex`, `repeat` times in
+        one call (on the same skb: each run sees what the one before left); returns the tc
+        verdict and the frame as the program left it."""
         data_in = ctypes.create_string_buffer(frame, len(frame))
         data_out = ctypes.create_string_buffer(len(frame) + 256)
         ctx = bytearray(SK_BUFF_SIZE)
@@ -181,7 +185,7 @@ class Program(Pinned):
         ctx_in = ctypes.create_string_buffer(bytes(ctx), SK_BUFF_SIZE)
         attr = ctypes.create_string_buffer(struct.pack(
             "<IIIIQQIIIIQQIII4x", self.fd, 0, len(frame), len(data_out), ctypes.addressof(data_in),
-            ctypes.addressof(data_out), 1, 0, SK_BUFF_SIZE, 0, ctypes.addressof(ctx_in), 0, 0, 0, 0), 80)
+            ctypes.addressof(data_out), repeat, 0, SK_BUFF_SIZE, 0, ctypes.addressof(ctx_in), 0, 0, 0, 0), 80)
         _bpf(_PROG_TEST_RUN, attr, f"test run of {self.path.name}")
         retval, _, size_out = struct.unpack_from("<III", attr.raw, 4)
         return retval, data_out.raw[:size_out]

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import signal
 import sys
 import time
 
 from frerlab.dataplane import control, stats
 from frerlab.dataplane.config import DEFAULT_NAME, load_config
-from frerlab.errors import UsageError
+from frerlab.errors import EXIT_VERDICT, UsageError
 
 EPILOG = """A configuration file describes one FRER node (talker end-station, relay or listener) in
 the vocabulary of the IEEE YANG modules (stream-identity, sequence-generation,
@@ -26,9 +27,12 @@ examples:
   frerlab dataplane down --all
 """
 
+#: Longest poll interval of `monitor`, in seconds.
+MAX_INTERVAL_S = 3600
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Adds `dataplane up|down|stats|monitor`."""
+    """Adds `dataplane up|down|stats|monitor|reset`."""
     parser = subparsers.add_parser("dataplane", help="the eBPF FRER data plane: up, down, stats",
                                    epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     verbs = parser.add_subparsers(title="verbs", metavar="VERB")
@@ -65,6 +69,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     mon.add_argument("--quiet", action="store_true", help="print alarms only")
     mon.set_defaults(func=_monitor)
 
+    rst = verbs.add_parser("reset", help="management reset of recovery functions (frerSeqRcvyReset)",
+                           epilog="examples:\n  frerlab dataplane reset --name listener --stream 1 --port l0b\n",
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    _name(rst)
+    rst.add_argument("--stream", type=int, help="only the functions of this stream handle")
+    rst.add_argument("--port", help="only the function placed on (or fed by) this port")
+    rst.set_defaults(func=_reset)
+
 
 def _name(parser) -> None:
     parser.add_argument("--name", default=DEFAULT_NAME, help=f"data plane name (default {DEFAULT_NAME})")
@@ -72,10 +84,14 @@ def _name(parser) -> None:
 
 def _up(args: argparse.Namespace) -> int:
     cfg = load_config(args.config)
+    for note in cfg.blackout_notes():
+        print(note, file=sys.stderr)
     state = control.up(cfg, args.netns, monitor=not args.no_monitor)
     where = f" in netns {state['netns']}" if state["netns"] else ""
     print(f"data plane {state['name']} up{where} on {', '.join(state['attached'])}"
           + (f"; latent error monitor pid {state['monitor_pid']}" if state["monitor_pid"] else ""))
+    for change in state["changes"]:
+        print(f"  {change}")
     return 0
 
 
@@ -98,9 +114,20 @@ def _stats(args: argparse.Namespace) -> int:
     return 0
 
 
+def _reset(args: argparse.Namespace) -> int:
+    for r in control.reset(args.name, args.stream, args.port):
+        where = f" on {r['port']}" if r["port"] else ""
+        print(f"data plane {args.name}: {r['function']} recovery of stream {r['stream']}{where} resets "
+              "at its next packet")
+    return 0
+
+
 def _monitor(args: argparse.Namespace) -> int:
-    if args.interval is not None and args.interval <= 0:
-        raise UsageError(f"--interval {args.interval} is out of range (> 0 seconds)")
+    if args.interval is not None and not 0 < args.interval <= MAX_INTERVAL_S:
+        raise UsageError(f"--interval {args.interval} is out of range (0 < seconds <= {MAX_INTERVAL_S})")
+    if args.duration is not None and not 0 < args.duration < math.inf:
+        raise UsageError(f"--duration {args.duration} is out of range (> 0 seconds, finite)")
+    control.read_state(args.name)  # before the banner: a name that is not up is an error
     deadline = None if args.duration is None else time.monotonic() + args.duration
     alarms = []
 
@@ -116,4 +143,4 @@ def _monitor(args: argparse.Namespace) -> int:
         print(f"watching data plane {args.name} for latent errors", flush=True)
     control.monitor(args.name, on_alarm, args.interval,
                     stop=lambda: deadline is not None and time.monotonic() >= deadline)
-    return 1 if alarms else 0
+    return EXIT_VERDICT if alarms else 0

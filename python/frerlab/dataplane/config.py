@@ -28,16 +28,16 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, AliasGenerator, BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from frerlab.dataplane import layout
+from frerlab.frer import DEFAULT_HISTORY_LENGTH, default_reset_timeout_ns
+from frerlab.frer import SequenceRecovery as FrerRecovery
+from frerlab.names import MAX_IFNAME, pydantic_name
 from frerlab.yamlfile import read_mapping, validate
 
 #: The pseudo-port of `stream-forwarding` that hands a stream to this host (listener role).
 LOCAL = "local"
 #: The data plane name when the file gives none.
 DEFAULT_NAME = "frerlab"
-#: frerlab's default frerSeqRcvyResetMSec (the standard leaves it to the implementation).
-DEFAULT_RESET_TIMEOUT_MS = 2000
 _MAC = re.compile(r"^[0-9a-fA-F]{2}([:-][0-9a-fA-F]{2}){5}$")
-_IFNAME = re.compile(r"^[^\s/:]{1,15}$")
 _PROTOCOLS = {"none": 0, "udp": 17, "tcp": 6, "sctp": 132}
 
 
@@ -49,7 +49,11 @@ def _mac(value: str) -> str:
 
 Mac = Annotated[str, AfterValidator(_mac)]
 Vid = Annotated[int, Field(ge=0, le=4095)]
-Port = Annotated[str, Field(pattern=_IFNAME.pattern)]
+Port = pydantic_name("port", MAX_IFNAME)
+#: A port of the node: an interface name, not frerlab's own pseudo-port.
+OwnPort = pydantic_name("port", MAX_IFNAME, reserved=(LOCAL,))
+#: Longest list of ports, streams or entries in one configuration (checked before compiling).
+MAX_ENTRIES = layout.MAX_STREAMS
 
 
 class _Model(BaseModel):
@@ -62,8 +66,8 @@ class Facing(_Model):
     `input-port` when received (in-facing), on `output-port` when this host sends them
     (out-facing: the talker end-station role)."""
 
-    input_port: list[Port] = Field(default_factory=list)
-    output_port: list[Port] = Field(default_factory=list)
+    input_port: list[Port] = Field(default_factory=list, max_length=layout.MAX_PORTS)
+    output_port: list[Port] = Field(default_factory=list, max_length=layout.MAX_PORTS)
 
 
 class NullId(_Model):
@@ -83,11 +87,16 @@ class SmacVlanId(_Model):
 
 
 class DmacVlanSide(_Model):
-    """One side of active identification: the DA, VID and PCP of a VLAN-tagged frame."""
+    """One side of active identification (802.1CB 9.1.4): frames are this side's by their
+    destination-mac, `tagged` rule and `vlan` (0 = any VID; an untagged frame's VID is its
+    port's PVID), never by their priority. Frames rewritten to this side get its
+    destination-mac, a VLAN tag with its `vlan` (0: a priority tag) and its `priority` (PCP);
+    without one they keep their own class (their tag's PCP, or their skb priority)."""
 
     destination_mac: Mac
+    tagged: Literal["tagged", "priority", "all"] = "tagged"
     vlan: Vid
-    priority: int = Field(0, ge=0, le=7)
+    priority: int | None = Field(None, ge=0, le=7)
 
 
 class DmacVlanId(_Model):
@@ -127,6 +136,14 @@ class IpId(_Model):
         if self.next_protocol == "none" and (self.source_port or self.destination_port):
             raise ValueError("ports need a next-protocol (udp, tcp or sctp)")
         return self
+
+
+class PortSettings(_Model):
+    """port-settings: what 802.1Q gives a port that identification needs (ieee802-dot1q-bridge
+    bridge-port/pvid): the VLAN of the untagged and priority-tagged frames it receives."""
+
+    port: Port
+    pvid: int = Field(layout.DEFAULT_PVID, ge=1, le=4094)
 
 
 class StreamIdentity(_Model):
@@ -177,7 +194,7 @@ class SequenceGeneration(_Model):
     """sequence-generation[index]: the streams numbered here (before replication)."""
 
     index: int = Field(ge=0)
-    stream: list[int] = Field(min_length=1)
+    stream: list[int] = Field(min_length=1, max_length=MAX_ENTRIES)
 
 
 class LatentErrorDetection(_Model):
@@ -190,19 +207,69 @@ class LatentErrorDetection(_Model):
 
 
 class SequenceRecovery(_Model):
-    """sequence-recovery[index]: a recovery function for `stream`. With individual-recovery
-    one function per member port in `port`; otherwise the compound stream's function."""
+    """sequence-recovery[index] (802.1CB 10.4, YANG `port`): with individual-recovery, one
+    individual recovery function fed by the frames of `stream` received on the ports in `port`
+    (one entry per member stream); otherwise a sequence recovery function on each port in
+    `port` (for the frames of `stream` received on that port and the copies sent out of it),
+    or, with no `port` (frerlab), one for every frame of the stream at this node."""
 
     index: int = Field(ge=0)
-    stream: list[int] = Field(min_length=1)
-    port: list[Port] = Field(default_factory=list)
+    stream: list[int] = Field(min_length=1, max_length=MAX_ENTRIES)
+    port: list[Port] = Field(default_factory=list, max_length=layout.MAX_PORTS)
     algorithm: Literal["vector", "match"] = "vector"
-    history_length: int = Field(2, ge=2, le=1024)
-    reset_timeout: int = Field(DEFAULT_RESET_TIMEOUT_MS, ge=0, le=2**32 - 1,
-                               description="milliseconds; 0 = never")
+    history_length: int = Field(DEFAULT_HISTORY_LENGTH, ge=2, le=1024)
+    reset_timeout: Annotated[int, Field(ge=1, le=2**32 - 1)] | Literal["never"] | None = Field(
+        None, description="milliseconds, or never; default frerlab's (frerlab.frer.default_reset_timeout_ns)")
     take_no_sequence: bool = False
     individual_recovery: bool = False
     latent_error_detection: LatentErrorDetection | None = None
+    frame_rate: float | None = Field(None, gt=0, le=1e9, description="frerlab: the most frames/s the "
+                                     "stream carries, to check that individual recovery cannot lock out")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _zero_is_not_never(cls, data: object) -> object:
+        if isinstance(data, dict) and data.get("reset-timeout", data.get("reset_timeout")) == 0:
+            raise ValueError("reset-timeout 0 is not valid: give milliseconds (1..4294967295), or "
+                             "never for no timeout at all")
+        return data
+
+    def timeout_ns(self) -> int | None:
+        """The reset timeout in nanoseconds (None: never)."""
+        if self.reset_timeout == "never":
+            return None
+        if self.reset_timeout is None:
+            return default_reset_timeout_ns(self.individual_recovery)
+        return self.reset_timeout * 1_000_000
+
+    def blackout_notes(self) -> list[str]:
+        """Lines starting "warning: " where this function can black its stream out (individual
+        recovery that can lock a member stream out at the stream's frame-rate, since 802.1CB
+        7.4.3.4 reloads the timer on rogue discards; or no timeout at all), "note: " where it
+        can only above a rate the file does not rule out."""
+        where = f"sequence-recovery {self.index}"
+        timeout_ns = self.timeout_ns()
+        rate = FrerRecovery(self.algorithm, self.history_length, timeout_ns,
+                            self.individual_recovery).lockout_free_rate
+        if rate is not None:
+            if timeout_ns is None:
+                return [f"warning: {where}: individual recovery without a reset timeout locks a member "
+                        f"stream out for good after a cut of {self.history_length - 1} frames or more; "
+                        "give reset-timeout in ms"]
+            if self.frame_rate is not None and self.frame_rate <= rate:
+                return []
+            level, at = (("warning", f"at frame-rate {self.frame_rate:g} frames/s (lock-out-free up "
+                                     f"to {rate:g} frames/s)")
+                         if self.frame_rate else ("note", f"above {rate:g} frames/s"))
+            return [f"{level}: {where}: individual recovery on {', '.join(self.port)} can lock a member "
+                    f"stream out {at}: a cut of {self.history_length - 1} frames or more that lasts less "
+                    f"than reset-timeout ({timeout_ns / 1e6:g} ms) leaves only rogue frames, which reload "
+                    "the timer (802.1CB 7.4.3.4); keep (history-length - 1) / reset-timeout above the "
+                    "stream's frame rate"]
+        if timeout_ns is None and self.algorithm == "vector":
+            return [f"warning: {where}: without a reset timeout a rogue jump of the sequence numbers "
+                    "(a talker restarting them) blacks the stream out for good; give reset-timeout in ms"]
+        return []
 
     @model_validator(mode="after")
     def _valid(self) -> SequenceRecovery:
@@ -219,8 +286,8 @@ class SequenceIdentification(_Model):
     """sequence-identification: whether `stream` leaves `port` with an R-TAG (active: the
     sequence encode function) or without (passive)."""
 
-    port: list[Port] = Field(min_length=1)
-    stream: list[int] = Field(min_length=1)
+    port: list[Port] = Field(min_length=1, max_length=layout.MAX_PORTS)
+    stream: list[int] = Field(min_length=1, max_length=MAX_ENTRIES)
     active: bool = True
     encapsulation: Literal["r-tag"] = "r-tag"
 
@@ -232,7 +299,7 @@ class StreamSplit(_Model):
     copy per path, each with its own VLAN)."""
 
     port: Port
-    input_id: list[int] = Field(min_length=1)
+    input_id: list[int] = Field(min_length=1, max_length=MAX_ENTRIES)
     output_id: list[int] = Field(min_length=1, max_length=layout.MAX_OUTPUTS)
 
 
@@ -247,16 +314,17 @@ class StreamForwarding(_Model):
 class NodeConfig(_Model):
     """A whole data plane configuration file."""
 
-    name: str = Field(DEFAULT_NAME, pattern=r"^[A-Za-z0-9_.-]{1,40}$")
-    netns: str | None = None
-    ports: list[Port] = Field(min_length=1, max_length=layout.MAX_PORTS)
-    bridge_ports: list[Port] = Field(default_factory=list)
+    name: pydantic_name("data plane") = DEFAULT_NAME
+    netns: pydantic_name("network namespace") | None = None
+    ports: list[OwnPort] = Field(min_length=1, max_length=layout.MAX_PORTS)
+    bridge_ports: list[OwnPort] = Field(default_factory=list, max_length=layout.MAX_PORTS)
+    port_settings: list[PortSettings] = Field(default_factory=list, max_length=layout.MAX_PORTS)
     stream_identity: list[StreamIdentity] = Field(default_factory=list, max_length=layout.MAX_IDENTITIES)
-    sequence_generation: list[SequenceGeneration] = Field(default_factory=list)
-    sequence_recovery: list[SequenceRecovery] = Field(default_factory=list)
-    sequence_identification: list[SequenceIdentification] = Field(default_factory=list)
-    stream_split: list[StreamSplit] = Field(default_factory=list)
-    stream_forwarding: list[StreamForwarding] = Field(default_factory=list)
+    sequence_generation: list[SequenceGeneration] = Field(default_factory=list, max_length=MAX_ENTRIES)
+    sequence_recovery: list[SequenceRecovery] = Field(default_factory=list, max_length=MAX_ENTRIES)
+    sequence_identification: list[SequenceIdentification] = Field(default_factory=list, max_length=MAX_ENTRIES)
+    stream_split: list[StreamSplit] = Field(default_factory=list, max_length=MAX_ENTRIES)
+    stream_forwarding: list[StreamForwarding] = Field(default_factory=list, max_length=MAX_ENTRIES)
 
     _plan: NodePlan | None = PrivateAttr(None)
 
@@ -270,20 +338,26 @@ class NodeConfig(_Model):
         """The map entries of this configuration (compiled once, when it was validated)."""
         return self._plan
 
+    def blackout_notes(self) -> list[str]:
+        """Where a recovery function of this configuration can black its stream out
+        (SequenceRecovery.blackout_notes), for `dataplane up` to print."""
+        return [note for rec in self.sequence_recovery for note in rec.blackout_notes()]
+
 
 # ---- compilation into map entries ----
 
 @dataclass
 class RecoveryPlan:
-    """One recovery function: its stream, instance (0 compound, 1 + port individual) and
-    configuration, and its latent error detection if any."""
+    """One recovery function: its stream, instance (0: the one for every frame of the stream;
+    1 + p: the one placed on port p, or the individual one whose first port is p), the ports it
+    is on (none for instance 0), its configuration, and its latent error detection if any."""
 
     stream: int
     instance: int
     handle: int
     config: layout.RecoveryConfig
     latent: LatentErrorDetection | None = None
-    port: str | None = None
+    ports: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -306,10 +380,13 @@ class NodePlan:
     handles: list[int]  # stream index -> handle
     identities: list[layout.Identity] = field(default_factory=list)
     streams: list[tuple[int, list[OutputPlan]]] = field(default_factory=list)  # (flags, outputs)
+    recovery_ports: list[int] = field(default_factory=list)  # per stream: layout.stream rcvy_ports
+    individual_feeds: list[dict[int, int]] = field(default_factory=list)  # per stream: port -> instance
     recoveries: list[RecoveryPlan] = field(default_factory=list)
     ingress_ports: list[str] = field(default_factory=list)
     egress_ports: list[str] = field(default_factory=list)
     bridge_mask: int = 0
+    pvids: list[int] = field(default_factory=list)  # port index -> PVID
 
 
 def compile_node(cfg: NodeConfig) -> NodePlan:
@@ -345,13 +422,16 @@ def compile_node(cfg: NodeConfig) -> NodePlan:
         return stream_of[handle]
 
     plan = NodePlan(ports=list(ports), handles=handles,
-                    bridge_mask=sum(1 << port_index(p, "bridge-ports") for p in cfg.bridge_ports))
+                    bridge_mask=sum(1 << port_index(p, "bridge-ports") for p in cfg.bridge_ports),
+                    pvids=_pvids(cfg, port_index))
     active_up: dict[int, DmacVlanSide] = {}  # by handle
     active_down: dict[tuple[int, str], DmacVlanSide] = {}  # by (handle, output port)
     for ident in cfg.stream_identity:
         where = f"stream-identity {ident.index}"
         active = ident.dmac_vlan_stream_identification
         if active:
+            for name, side in (("down", active.down), ("up", active.up)):
+                _vlan_rule(side.tagged, side.vlan, f"{where} {name}")
             if ident.in_facing.input_port:
                 active_up[ident.handle] = active.up
             for p in ident.out_facing.output_port:
@@ -373,6 +453,8 @@ def compile_node(cfg: NodeConfig) -> NodePlan:
     plan.ingress_ports.extend(p for p in cfg.bridge_ports if p not in plan.ingress_ports)
 
     flags = [0] * len(handles)
+    plan.recovery_ports = [0] * len(handles)
+    plan.individual_feeds = [{} for _ in handles]
     for gen in cfg.sequence_generation:
         for handle in gen.stream:
             flags[stream_index(handle, f"sequence-generation {gen.index}")] |= layout.STREAM_GENERATE
@@ -383,22 +465,32 @@ def compile_node(cfg: NodeConfig) -> NodePlan:
         for handle in rec.stream:
             stream = stream_index(handle, where)
             config = layout.RecoveryConfig(rec.algorithm, rec.history_length,
-                                           rec.reset_timeout * 1_000_000 or None,
+                                           rec.timeout_ns(),
                                            rec.individual_recovery, rec.take_no_sequence)
             if rec.individual_recovery:
                 flags[stream] |= layout.STREAM_INDIVIDUAL
-                instances = [(1 + ports.index(p), p) for p in rec.port]
+                instance = 1 + ports.index(rec.port[0])
+                feeds = plan.individual_feeds[stream]
+                for p in rec.port:
+                    if ports.index(p) in feeds:
+                        raise ValueError(f"{where}: port {p} already feeds an individual recovery "
+                                         f"function of stream {handle} (one per member stream)")
+                    feeds[ports.index(p)] = instance
+                instances = [(instance, list(rec.port))]
+            elif rec.port:
+                plan.recovery_ports[stream] |= sum(1 << ports.index(p) for p in rec.port)
+                instances = [(1 + ports.index(p), [p]) for p in rec.port]
             else:
                 flags[stream] |= layout.STREAM_RECOVER
-                instances = [(0, None)]
-            for instance, port in instances:
+                instances = [(0, [])]
+            for instance, on in instances:
                 if any(r.stream == stream and r.instance == instance for r in plan.recoveries):
-                    what = f"on port {port}" if port else "of the compound stream"
+                    what = f"on port {on[0]}" if on else "for every frame of it"
                     raise ValueError(f"{where}: stream {handle} already has a recovery function {what}")
                 plan.recoveries.append(RecoveryPlan(stream, instance, handle, config,
-                                                    rec.latent_error_detection, port))
+                                                    rec.latent_error_detection, on))
 
-    encode = _encoding(cfg, flags, stream_index)
+    encode = _encoding(cfg, flags, plan.recovery_ports, stream_index)
     splits = _splits(cfg, stream_index)
     forwarded = {}
     for fwd in cfg.stream_forwarding:
@@ -421,15 +513,18 @@ def compile_node(cfg: NodeConfig) -> NodePlan:
                 if side is None:
                     outputs.append(OutputPlan(p, index, flags_out))
                 else:
+                    # without a priority the copy keeps its own class (FRER_OUT_SET_PCP unset)
+                    set_pcp = 0 if side.priority is None else layout.OUT_SET_PCP
                     outputs.append(OutputPlan(p, index, flags_out | layout.OUT_SET_DMAC | layout.OUT_SET_VID
-                                              | layout.OUT_SET_PCP, _mac_bytes(side.destination_mac),
-                                              side.vlan, side.priority))
+                                              | set_pcp, _mac_bytes(side.destination_mac),
+                                              side.vlan, side.priority or 0))
         if len(outputs) > layout.MAX_OUTPUTS:
             raise ValueError(f"{where}: {len(outputs)} copies is out of range (1..={layout.MAX_OUTPUTS})")
         forwarded[stream] = outputs
     for handle, port in splits:
         raise ValueError(f"stream-split on port {port}: stream {handle} is not forwarded to {port}")
     sent_here = {i.stream for i in plan.identities if i.direction == layout.DIR_EGRESS}
+    _check_sent_frames_pass(plan, flags)
     for stream, handle in enumerate(handles):
         if stream not in forwarded:
             raise ValueError(f"stream {handle} has no stream-forwarding entry: list the ports its "
@@ -443,11 +538,28 @@ def compile_node(cfg: NodeConfig) -> NodePlan:
     return plan
 
 
-def _encoding(cfg: NodeConfig, flags: list[int], stream_index) -> list[bool]:
+def _check_sent_frames_pass(plan: NodePlan, flags: list[int]) -> None:
+    """ValueError for a recovery function that would discard every frame this host sends: the
+    host's frames carry no R-TAG, so without sequence-generation on the node the recovery
+    function for every frame of their stream discards them all unless it takes frames without
+    a sequence number (802.1CB 7.4.3.4, frerSeqRcvyTakeNoSequence)."""
+    sent_on: dict[int, set[str]] = {}  # stream -> the ports where the host's frames are identified
+    for i in plan.identities:
+        if i.direction == layout.DIR_EGRESS:
+            sent_on.setdefault(i.stream, set()).update(p for n, p in enumerate(plan.ports) if i.port_mask >> n & 1)
+    for r in plan.recoveries:
+        if (r.stream in sent_on and r.instance == 0 and not flags[r.stream] & layout.STREAM_GENERATE
+                and not r.config.take_no_sequence):
+            raise ValueError(f"sequence-recovery of stream {r.handle} would discard every frame this host "
+                             f"sends on {', '.join(sorted(sent_on[r.stream]))} (they carry no sequence "
+                             f"number): add sequence-generation for stream {r.handle}, or take-no-sequence: true")
+
+
+def _encoding(cfg: NodeConfig, flags: list[int], recovery_ports: list[int], stream_index) -> list[bool]:
     """Whether each stream leaves with an R-TAG. sequence-identification decides where given
     (all of a stream's output ports alike); by default a stream keeps or gets its tag unless
-    the compound stream's sequence recovery runs here (the eliminating node removes it)."""
-    encode = [not f & layout.STREAM_RECOVER for f in flags]
+    a sequence recovery function of it runs here (the eliminating node removes it)."""
+    encode = [not (f & layout.STREAM_RECOVER or ports) for f, ports in zip(flags, recovery_ports)]
     outputs = {f.stream: [p for p in f.output_port if p != LOCAL] for f in cfg.stream_forwarding}
     decided: dict[int, bool] = {}
     for seq_id in cfg.sequence_identification:
@@ -459,6 +571,19 @@ def _encoding(cfg: NodeConfig, flags: list[int], stream_index) -> list[bool]:
                                  f"all its output ports ({', '.join(outputs.get(handle, []))})")
             decided[stream] = encode[stream] = seq_id.active
     return encode
+
+
+def _pvids(cfg: NodeConfig, port_index) -> list[int]:
+    """The PVID of each port, by port index (layout.DEFAULT_PVID unless port-settings say)."""
+    pvids = [layout.DEFAULT_PVID] * len(cfg.ports)
+    seen = set()
+    for entry in cfg.port_settings:
+        index = port_index(entry.port, "port-settings")
+        if index in seen:
+            raise ValueError(f"port-settings: port {entry.port!r} is listed twice")
+        seen.add(index)
+        pvids[index] = entry.pvid
+    return pvids
 
 
 def _splits(cfg: NodeConfig, stream_index) -> dict[tuple[int, str], list[int]]:
@@ -497,9 +622,9 @@ def _identity(ident: StreamIdentity, stream: int, mask: int, direction: int) -> 
                                smac=_mac_bytes(smac.source_mac))
     if (active := ident.dmac_vlan_stream_identification) is not None:
         side = active.down
-        return layout.Identity(**base, vlan_mode=layout.VLAN_MODES["tagged"], vid=side.vlan,
-                               pcp=side.priority, dmac=_mac_bytes(side.destination_mac),
-                               fields=layout.MATCH_DMAC | layout.MATCH_VID_PCP)
+        mode, vid = _vlan_rule(side.tagged, side.vlan, f"{where} down")
+        return layout.Identity(**base, vlan_mode=mode, vid=vid, fields=layout.MATCH_DMAC,
+                               dmac=_mac_bytes(side.destination_mac))
     ip = ident.ip_stream_identification
     mode, vid = _vlan_rule(ip.tagged, ip.vlan, where)
     fields = layout.MATCH_IP

@@ -1,11 +1,14 @@
 """Bringing a configured data plane up and down across commands, and reading it.
 
 `up` loads bpf/frer.o as a Node named after the configuration, writes the compiled
-configuration into its maps, attaches it and leaves it running after the command ends; what
-it needs to find and remove the data plane later (namespace, ports, configuration, the
-latent error monitor's pid) is written to a state file first, so `down` also clears what a
-crashed `up` left half-way. `snapshot` reads every counter into one plain record, which the
-stats views (frerlab.dataplane.stats) and the latent error monitor work from.
+configuration into its maps, attaches it and leaves it running after the command ends. Before
+that it makes the ports fit (frerlab.dataplane.interfaces: offloads that merge frames or defer
+segmentation off, MTUs that take R-tagged frames) and says what it changed. What it needs to
+find and remove the data plane later (namespace, ports, configuration, what it changed on the
+ports, the latent error monitor's pid) is written to a state file first, so `down` also clears
+what a crashed `up` left half-way, and puts the ports' settings back. `snapshot` reads every
+counter into one plain record, which the stats views (frerlab.dataplane.stats) and the latent
+error monitor work from.
 """
 
 from __future__ import annotations
@@ -18,27 +21,34 @@ import sys
 import time
 from pathlib import Path
 
-from frerlab.dataplane import bpfsys, layout
+from frerlab.dataplane import bpfsys, interfaces, layout
 from frerlab.dataplane.config import NodeConfig, NodePlan, parse_config
-from frerlab.dataplane.node import OBJECT, PIN_ROOT, Node, detach, possible_cpus
+from frerlab.dataplane.node import OBJECT, Node, detach, pin_path, possible_cpus
 from frerlab import processes
 from frerlab.errors import UsageError
 from frerlab.frer import LatentErrorDetector
+from frerlab.names import RUN_DIR, check_name, inside, name_problem
 from frerlab.netns import exists as netns_exists
 from frerlab.traffic.record import write_atomic
 
 #: Where `up` records each running data plane (outside the BPF filesystem, which holds only
 #: BPF objects).
-STATE_DIR = Path("/run/frerlab/dataplane")
+STATE_DIR = RUN_DIR / "dataplane"
 
 
 def state_path(name: str) -> Path:
-    return STATE_DIR / f"{name}.json"
+    """The state file of data plane `name`; UsageError for a name that is not valid."""
+    return inside(STATE_DIR, check_name(name, "data plane"), ".json")
 
 
 def latent_path(name: str) -> Path:
     """The latent error monitor's latest findings (written atomically by the monitor)."""
-    return STATE_DIR / f"{name}.latent.json"
+    return inside(STATE_DIR, check_name(name, "data plane"), ".latent.json")
+
+
+def log_path(name: str) -> Path:
+    """The latent error monitor's output."""
+    return inside(STATE_DIR, check_name(name, "data plane"), ".log")
 
 
 def read_state(name: str) -> dict:
@@ -54,7 +64,8 @@ def running_names() -> list[str]:
     """Names of the data planes `up` has recorded."""
     if not STATE_DIR.is_dir():
         return []
-    return sorted(p.stem for p in STATE_DIR.glob("*.json") if not p.name.endswith(".latent.json"))
+    return sorted(p.stem for p in STATE_DIR.glob("*.json") if not p.name.endswith(".latent.json")
+                  and not p.is_symlink() and name_problem(p.stem, "data plane") is None)
 
 
 def probe(netns: str | None) -> None:
@@ -62,7 +73,7 @@ def probe(netns: str | None) -> None:
     missing and how to get it."""
     if os.geteuid() != 0:
         raise UsageError("the data plane needs root (BPF programs and tc filters)")
-    for tool, package in (("tc", "iproute2"), ("ip", "iproute2"), ("bpftool", "bpftool")):
+    for tool, package in (("tc", "iproute2"), ("ip", "iproute2"), ("bpftool", "bpftool"), ("ethtool", "ethtool")):
         if shutil.which(tool) is None:
             raise UsageError(f"{tool} is not installed (apt-get install {package})")
     if not OBJECT.exists():
@@ -85,23 +96,37 @@ def probe(netns: str | None) -> None:
         subprocess.run(["ip", "netns", "del", ns], capture_output=True)
 
 
+def _check_ports(netns: str | None, ports: list[str]) -> None:
+    """UsageError naming a port that is no interface of `netns` (None: the current one)."""
+    links = json.loads(subprocess.run(["ip", *(["-n", netns] if netns else []), "-j", "link", "show"],
+                                      capture_output=True, text=True, check=True).stdout)
+    names = [link["ifname"] for link in links]
+    for port in ports:
+        if port not in names:
+            where = f"network namespace {netns!r}" if netns else "this network namespace"
+            raise UsageError(f"port {port!r} is no interface of {where} (interfaces: {', '.join(names)})")
+
+
 def up(cfg: NodeConfig, netns: str | None = None, monitor: bool = True) -> dict:
     """Loads, configures and attaches the data plane of `cfg` (in `netns`, else the file's);
     starts the latent error monitor if a recovery function asks for one. Returns its state."""
-    netns = netns or cfg.netns
+    netns = cfg.netns if netns is None else check_name(netns, "network namespace")
     probe(netns)
     plan = cfg.plan
+    _check_ports(netns, plan.ports)
     name = cfg.name
-    if state_path(name).exists() or (PIN_ROOT / name).exists():
+    if state_path(name).exists() or pin_path(name).exists():
         raise UsageError(f"a data plane named {name!r} is up already; `frerlab dataplane down "
                          f"--name {name}` first, or give this one another name")
-    state = {"name": name, "netns": netns,
-             "attached": sorted(set(plan.ingress_ports) | set(plan.egress_ports)),
+    attached = sorted(set(plan.ingress_ports) | set(plan.egress_ports))
+    ports = interfaces.survey(netns, plan, attached)  # refuses an MTU it cannot set, changing nothing
+    state = {"name": name, "netns": netns, "attached": attached,
              "config": cfg.model_dump(mode="json", by_alias=False), "monitor_pid": None,
-             "started": time.time()}
+             "interfaces": ports.record(), "started": time.time()}
     write_atomic(state_path(name), json.dumps(state, indent=1))  # first: `down` can undo a crash
     node = Node(name, netns, plan.ports)
     try:
+        state["changes"] = interfaces.apply(netns, ports)
         node.__enter__()
         node.apply(plan)
         node.attach(plan.ingress_ports, plan.egress_ports)
@@ -117,7 +142,7 @@ def up(cfg: NodeConfig, netns: str | None = None, monitor: bool = True) -> dict:
 
 
 def _start_monitor(name: str) -> int:
-    log = (STATE_DIR / f"{name}.log").open("ab")
+    log = log_path(name).open("ab")
     proc = subprocess.Popen([sys.executable, "-m", "frerlab.cli", "dataplane", "monitor", "--name", name,
                              "--quiet"], stdout=log, stderr=log, stdin=subprocess.DEVNULL,
                             start_new_session=True)
@@ -127,8 +152,8 @@ def _start_monitor(name: str) -> int:
 def down(name: str) -> bool:
     """Removes data plane `name`: its monitor, tc qdiscs, pins and state; also what a crashed
     run left. Returns whether anything was there."""
-    path = state_path(name)
-    found = path.exists() or (PIN_ROOT / name).exists()
+    path, pins = state_path(name), pin_path(name)
+    found = path.exists() or pins.exists()
     if path.exists():
         state = json.loads(path.read_text())
         if state.get("monitor_pid"):
@@ -137,8 +162,9 @@ def down(name: str) -> bool:
         if netns is None or netns_exists(netns):
             for port in state.get("attached", []):
                 detach(netns, port)
-    bpfsys.unpin(PIN_ROOT / name)
-    for leftover in (path, latent_path(name), STATE_DIR / f"{name}.log"):
+            interfaces.restore(netns, state.get("interfaces", {}))
+    bpfsys.unpin(pins)
+    for leftover in (path, latent_path(name), log_path(name)):
         leftover.unlink(missing_ok=True)
     if STATE_DIR.is_dir() and not any(STATE_DIR.iterdir()):
         STATE_DIR.rmdir()
@@ -167,11 +193,12 @@ def snapshot(name: str) -> dict:
                 record["generation"] = node.generation_counters(stream)
             for r in plan.recoveries:
                 if r.stream == stream:
+                    raw = node.recovery_state(stream, r.instance)
                     record["recovery"].append({
-                        "function": "individual" if r.instance else "sequence",
-                        "port": r.port, "algorithm": r.config.algorithm,
+                        "function": "individual" if r.config.individual_recovery else "sequence",
+                        "port": ",".join(r.ports) or None, "algorithm": r.config.algorithm,
                         "history_length": r.config.history_length,
-                        **node.recovery_counters(stream, r.instance)})
+                        **layout.rcvy_counters(raw), **lockout(r.config, layout.rcvy_times(raw))})
             for index, port in enumerate(plan.ports):
                 counters = node.stream_port_counters(stream, index)
                 if any(counters.values()):
@@ -185,6 +212,47 @@ def snapshot(name: str) -> dict:
         latent = json.loads(latent_path(name).read_text())
     return {"name": name, "netns": state["netns"], "time": time.time(), "cpus": possible_cpus(),
             "streams": streams, "ports": ports, "latent": latent}
+
+
+def reset(name: str, handle: int | None = None, port: str | None = None) -> list[dict]:
+    """Management reset (frerSeqRcvyReset, 802.1CB 10.4.1.4) of the recovery functions of
+    running data plane `name`, all of them or those of stream `handle` and/or on `port`: each
+    resets when its next packet arrives. Returns the functions asked to reset; UsageError when
+    none matches."""
+    state, plan, node = _running(name)
+    try:
+        chosen = [r for r in plan.recoveries
+                  if (handle is None or r.handle == handle) and (port is None or port in r.ports)]
+        if not chosen:
+            known = ", ".join(f"stream {r.handle}" + (f" on {','.join(r.ports)}" if r.ports else "")
+                              for r in plan.recoveries) or "none"
+            raise UsageError(f"data plane {name!r} has no recovery function of stream {handle} on port "
+                             f"{port} (it has: {known})".replace("stream None ", "").replace(" on port None", ""))
+        requests = node.maps["rcvy_reset_requests"]
+        for r in chosen:
+            key = layout.rcvy_key(r.stream, r.instance)
+            count = layout.U32.unpack(requests.lookup(key))[0]
+            requests.update(key, layout.U32.pack((count + 1) % 2**32))
+    finally:
+        node.release()
+    return [{"stream": r.handle, "function": "individual" if r.config.individual_recovery else "sequence",
+             "port": ",".join(r.ports) or None} for r in chosen]
+
+
+#: How long a member stream without a reset timeout may see only rogue packets before it is
+#: reported locked out.
+LOCKOUT_WITHOUT_TIMEOUT_NS = 1_000_000_000
+
+
+def lockout(config: layout.RecoveryConfig, times: dict[str, int]) -> dict:
+    """Whether an individual recovery function has locked its member stream out: it has seen
+    only rogue packets for longer than its reset timeout (which would have fired, had the
+    rogues not reloaded it: 802.1CB 7.4.3.4), and still sees them. `rogue_only_s` is how long."""
+    rogue_only_ns = max(0, times["last_rogue_ns"] - times["last_pass_ns"])
+    window = config.reset_timeout_ns or LOCKOUT_WITHOUT_TIMEOUT_NS
+    recent = time.monotonic_ns() - times["last_rogue_ns"] <= window
+    return {"rogue_only_s": round(rogue_only_ns / 1e9, 6),
+            "locked_out": config.individual_recovery and rogue_only_ns > window and recent}
 
 
 def monitor(name: str, on_alarm, interval_s: float | None = None, stop=lambda: False) -> None:

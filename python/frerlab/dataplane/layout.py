@@ -9,20 +9,20 @@ from dataclasses import dataclass
 
 from frerlab.frer import COUNTER_NAMES
 
-SETTINGS = struct.Struct("<IIIIQ")
-IDENTITY = struct.Struct("<IHBBHH6s6sBB2s2sBx16s16s")
+SETTINGS = struct.Struct("<IIIIQ16H")
+IDENTITY = struct.Struct("<IHBBHH6s6sBB2s2s2x16s16s")
 OUTPUT = struct.Struct("<IHH6sBB")
 STREAM_HEAD = struct.Struct("<IB3x")
-RCVY = struct.Struct("<IBBHQQHBBHH16Q7Q")
+RCVY = struct.Struct("<IBBHQQHBBHH16Q7Q2QII")
 SEQGEN = struct.Struct("<IIQQ")
-PORT_STATS = struct.Struct("<8Q")
+PORT_STATS = struct.Struct("<10Q")
 STREAM_PORT_STATS = struct.Struct("<4Q")
 U32 = struct.Struct("<I")
 #: struct frer_port_stats, in order.
 PORT_COUNTERS = ("frames", "malformed", "seq_enc_errored", "rcvy_passed", "rcvy_discarded",
-                 "bridged", "to_stack", "tx_errors")
-#: struct frer_stream_port_stats, in order (the last field is padding).
-STREAM_PORT_COUNTERS = ("input", "output", "seq_enc_errored")
+                 "bridged", "to_stack", "tx_errors", "reinjected", "gso_refused")
+#: struct frer_stream_port_stats, in order.
+STREAM_PORT_COUNTERS = ("input", "output", "seq_enc_errored", "input_sent")
 
 #: Limits of bpf/frer_common.h (FRER_MAX_*).
 MAX_PORTS, MAX_OUTPUTS, RCVY_PER_STREAM, MAX_STREAMS, MAX_IDENTITIES = 16, 8, 17, 64, 32
@@ -31,7 +31,9 @@ DIR_INGRESS, DIR_EGRESS = 0, 1
 VLAN_MODES = {"all": 0, "tagged": 1, "priority": 2}
 VLAN_ALL = VLAN_MODES["all"]
 (MATCH_DMAC, MATCH_SMAC, MATCH_IPV4, MATCH_IPV6, MATCH_IP_SRC, MATCH_IP_DST, MATCH_DSCP,
- MATCH_PROTO, MATCH_SPORT, MATCH_DPORT, MATCH_IP, MATCH_VID_PCP) = (1 << i for i in range(12))
+ MATCH_PROTO, MATCH_SPORT, MATCH_DPORT, MATCH_IP) = (1 << i for i in range(11))
+#: The PVID of a port none is configured for (802.1Q: 1).
+DEFAULT_PVID = 1
 OUT_SET_DMAC, OUT_SET_VID, OUT_LOCAL, OUT_SET_PCP = 0x1, 0x2, 0x4, 0x8
 STREAM_GENERATE, STREAM_RECOVER, STREAM_INDIVIDUAL, STREAM_ENCODE = 0x1, 0x2, 0x4, 0x8
 ALGORITHMS = {"vector": 0, "match": 1}
@@ -39,12 +41,14 @@ RCVY_ENABLED, RCVY_TAKE_NO_SEQUENCE, RCVY_INDIVIDUAL = 0x1, 0x2, 0x4
 #: tc verdicts (linux/pkt_cls.h).
 TC_ACT_OK, TC_ACT_SHOT, TC_ACT_REDIRECT = 0, 2, 7
 
-for _s, _size in ((SETTINGS, 24), (IDENTITY, 64), (OUTPUT, 16), (RCVY, 216), (SEQGEN, 24),
-                  (PORT_STATS, 64), (STREAM_PORT_STATS, 32)):
+for _s, _size in ((SETTINGS, 56), (IDENTITY, 64), (OUTPUT, 16), (RCVY, 240), (SEQGEN, 24),
+                  (PORT_STATS, 80), (STREAM_PORT_STATS, 32)):
     assert _s.size == _size, f"{_s.format} packs {_s.size} bytes, frer_common.h says {_size}"
-#: struct frer_stream: the head and MAX_OUTPUTS outputs.
-STREAM_SIZE = STREAM_HEAD.size + MAX_OUTPUTS * OUTPUT.size
-assert STREAM_SIZE == 136, f"struct frer_stream packs {STREAM_SIZE} bytes, frer_common.h says 136"
+#: struct frer_stream after its outputs: rcvy_ports, individual[MAX_PORTS], padding.
+STREAM_TAIL = struct.Struct(f"<I{MAX_PORTS}s4x")
+#: struct frer_stream: the head, MAX_OUTPUTS outputs and the tail.
+STREAM_SIZE = STREAM_HEAD.size + MAX_OUTPUTS * OUTPUT.size + STREAM_TAIL.size
+assert STREAM_SIZE == 160, f"struct frer_stream packs {STREAM_SIZE} bytes, frer_common.h says 160"
 
 
 def key(index: int) -> bytes:
@@ -53,15 +57,19 @@ def key(index: int) -> bytes:
 
 
 def rcvy_key(stream: int, instance: int = 0) -> bytes:
-    """The `rcvy` map key of a stream's recovery function: instance 0 is the compound stream's
-    sequence recovery, 1 + p the individual recovery on port p."""
+    """The `rcvy` map key of a stream's recovery function: instance 0 is the one for every
+    frame of the stream, 1 + p the one placed on port p (a sequence recovery function on p, or
+    the individual recovery function whose first port is p)."""
     return key(stream * RCVY_PER_STREAM + instance)
 
 
-def settings(n_identities: int, bridge_ports: int = 0, fixed_now_ns: int | None = None) -> bytes:
-    """struct frer_settings; a `fixed_now_ns` replaces the kernel clock (for replays)."""
+def settings(n_identities: int, bridge_ports: int = 0, fixed_now_ns: int | None = None,
+             pvids: list[int] = ()) -> bytes:
+    """struct frer_settings; a `fixed_now_ns` replaces the kernel clock (for replays); `pvids`
+    are the ports' PVIDs by port index (DEFAULT_PVID for the ports after them)."""
     flags = 0 if fixed_now_ns is None else SETTING_FIXED_CLOCK
-    return SETTINGS.pack(n_identities, bridge_ports, flags, 0, fixed_now_ns or 0)
+    pvid = [*pvids, *[DEFAULT_PVID] * (MAX_PORTS - len(pvids))]
+    return SETTINGS.pack(n_identities, bridge_ports, flags, 0, fixed_now_ns or 0, *pvid)
 
 
 @dataclass(frozen=True)
@@ -82,14 +90,13 @@ class Identity:
     proto: int = 0
     sport: int = 0
     dport: int = 0
-    pcp: int = 0
     ip_src: bytes = bytes(16)
     ip_dst: bytes = bytes(16)
 
     def pack(self) -> bytes:
         return IDENTITY.pack(self.port_mask, self.stream, self.direction, self.vlan_mode, self.vid,
                              self.fields, self.dmac, self.smac, self.dscp, self.proto,
-                             self.sport.to_bytes(2, "big"), self.dport.to_bytes(2, "big"), self.pcp,
+                             self.sport.to_bytes(2, "big"), self.dport.to_bytes(2, "big"),
                              self.ip_src.ljust(16, b"\0"), self.ip_dst.ljust(16, b"\0"))
 
 
@@ -98,12 +105,19 @@ def match_all_identity(stream: int, port_mask: int, direction: int = DIR_INGRESS
     return Identity(stream, port_mask, direction).pack()
 
 
-def stream(flags: int, outputs: list[bytes]) -> bytes:
-    """struct frer_stream with up to MAX_OUTPUTS packed outputs."""
+def stream(flags: int, outputs: list[bytes], rcvy_ports: int = 0,
+           individual: dict[int, int] | None = None) -> bytes:
+    """struct frer_stream with up to MAX_OUTPUTS packed outputs; `rcvy_ports` the mask of ports
+    with a sequence recovery function of the stream, `individual` port -> the instance of the
+    individual recovery function it feeds."""
     if not 0 < len(outputs) <= MAX_OUTPUTS:
         raise ValueError(f"{len(outputs)} outputs is out of range (1..={MAX_OUTPUTS})")
     padding = bytes(OUTPUT.size * (MAX_OUTPUTS - len(outputs)))
-    return STREAM_HEAD.pack(flags, len(outputs)) + b"".join(outputs) + padding
+    feeds = bytearray(MAX_PORTS)
+    for port, instance in (individual or {}).items():
+        feeds[port] = instance
+    return (STREAM_HEAD.pack(flags, len(outputs)) + b"".join(outputs) + padding
+            + STREAM_TAIL.pack(rcvy_ports, bytes(feeds)))
 
 
 def output(ifindex: int = 0, flags: int = 0, port: int = 0, vid: int = 0, dmac: bytes = bytes(6),
@@ -127,13 +141,25 @@ class RecoveryConfig:
         flags = (RCVY_ENABLED | (RCVY_TAKE_NO_SEQUENCE if self.take_no_sequence else 0)
                  | (RCVY_INDIVIDUAL if self.individual_recovery else 0))
         return RCVY.pack(0, ALGORITHMS[self.algorithm], flags, self.history_length,
-                         self.reset_timeout_ns or 0, 0, 0xFFFF, 1, 0, 0, 0, *[0] * 16, *[0] * 7)
+                         self.reset_timeout_ns or 0, 0, 0xFFFF, 1, 0, 0, 0, *[0] * 16, *[0] * 7, 0, 0, 0, 0)
+
+
+#: Where the fields of struct frer_rcvy sit in RCVY.unpack(): the counters, then the times.
+_RCVY_COUNTERS = slice(27, 34)
+_RCVY_RESETS, _RCVY_LAST_PASS, _RCVY_LAST_ROGUE = 33, 34, 35
 
 
 def rcvy_counters(value: bytes) -> dict[str, int]:
     """The clause-10 counters of a struct frer_rcvy, keyed like frerlab.frer.COUNTER_NAMES."""
+    return dict(zip(COUNTER_NAMES, RCVY.unpack(value)[_RCVY_COUNTERS]))
+
+
+def rcvy_times(value: bytes) -> dict[str, int]:
+    """When a struct frer_rcvy last passed a tagged packet and last saw a rogue one, and its
+    reset timeout (nanoseconds of the kernel's monotonic clock; 0 = never / no timeout)."""
     fields = RCVY.unpack(value)
-    return dict(zip(COUNTER_NAMES, fields[-7:]))
+    return {"last_pass_ns": fields[_RCVY_LAST_PASS], "last_rogue_ns": fields[_RCVY_LAST_ROGUE],
+            "reset_timeout_ns": fields[4]}
 
 
 def rcvy_reset(value: bytes) -> bytes:
@@ -141,5 +167,5 @@ def rcvy_reset(value: bytes) -> bytes:
     fields = list(RCVY.unpack(value))
     fields[6:11] = [0xFFFF, 1, 0, 0, 0]  # recov_seq, take_any, pad, span, pad2
     fields[11:27] = [0] * 16  # history
-    fields[-1] += 1  # resets
+    fields[_RCVY_RESETS] += 1
     return RCVY.pack(*fields)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from frerlab.dataplane import bpfsys, layout
 from frerlab.dataplane.config import LOCAL, NodePlan
+from frerlab.names import check_name, inside
 
 OBJECT = Path(__file__).resolve().parents[3] / "bpf" / "build" / "frer.o"
 PIN_ROOT = bpfsys.BPFFS
@@ -29,6 +30,7 @@ MAP_SIZES = {  # map name: (key size, value size), as in bpf/frer_common.h
     "identities": (4, layout.IDENTITY.size),
     "streams": (4, layout.STREAM_SIZE),
     "rcvy": (4, layout.RCVY.size),
+    "rcvy_reset_requests": (4, 4),
     "seqgen": (4, layout.SEQGEN.size),
 }
 #: Per-CPU counter maps: name -> layout of one CPU's value.
@@ -107,9 +109,14 @@ def ifindex(netns: str | None, port: str) -> int:
     return link["ifindex"]
 
 
+def pin_path(name: str) -> Path:
+    """Where node `name` is pinned; UsageError for a name that is not valid."""
+    return inside(PIN_ROOT, check_name(name, "data plane"))
+
+
 def remove_leftovers(name: str) -> None:
     """Unpins what a node called `name` left behind (its qdiscs go with its namespace)."""
-    bpfsys.unpin(PIN_ROOT / name)
+    bpfsys.unpin(pin_path(name))
 
 
 class Node:
@@ -120,7 +127,7 @@ class Node:
         if not 0 < len(ports) <= layout.MAX_PORTS:
             raise ValueError(f"{len(ports)} ports is out of range (1..={layout.MAX_PORTS})")
         self.name, self.netns, self.ports = name, netns, list(ports)
-        self.pin_dir = PIN_ROOT / name
+        self.pin_dir = pin_path(name)
         self.maps: dict[str, bpfsys.Map] = {}
         self.attached: list[str] = []
         self.n_identities = 0
@@ -186,13 +193,15 @@ class Node:
         for stream, (flags, outputs) in enumerate(plan.streams):
             outs = [layout.output(0 if o.port == LOCAL else self.ifindex(o.port), o.flags, o.index,
                                   o.vid, o.dmac, o.pcp) for o in outputs]
-            self.maps["streams"].update(layout.key(stream), layout.stream(flags, outs))
+            self.maps["streams"].update(layout.key(stream), layout.stream(
+                flags, outs, plan.recovery_ports[stream], plan.individual_feeds[stream]))
         for r in plan.recoveries:
             self.maps["rcvy"].update(layout.rcvy_key(r.stream, r.instance), r.config.pack())
         for index, identity in enumerate(plan.identities):
             self.maps["identities"].update(layout.key(index), identity.pack())
         self.n_identities = len(plan.identities)
-        self.maps["settings"].update(layout.key(0), layout.settings(self.n_identities, plan.bridge_mask))
+        self.maps["settings"].update(layout.key(0), layout.settings(self.n_identities, plan.bridge_mask,
+                                                                    pvids=plan.pvids))
 
     def attach(self, ingress: list[str] | None = None, egress: list[str] = ()) -> None:
         """Attaches frer_ingress to the `ingress` ports (default: every port) and frer_egress
@@ -206,10 +215,15 @@ class Node:
                 if port in ports:
                     attach_hook(self.netns, port, self.pin_dir / f"frer_{hook}", hook)
 
+    def recovery_state(self, stream: int, instance: int = 0) -> bytes:
+        """struct frer_rcvy of a recovery function of the stream, read under its lock (one
+        consistent set of counters): instance 0 is the compound stream's sequence recovery,
+        1 + p the individual recovery on port p."""
+        return self.maps["rcvy"].lookup(layout.rcvy_key(stream, instance), bpfsys.BPF_F_LOCK)
+
     def recovery_counters(self, stream: int, instance: int = 0) -> dict[str, int]:
-        """The clause-10 counters of a recovery function of the stream: instance 0 is the
-        compound stream's sequence recovery, 1 + p the individual recovery on port p."""
-        return layout.rcvy_counters(self.maps["rcvy"].lookup(layout.rcvy_key(stream, instance)))
+        """The clause-10 counters of a recovery function of the stream (see recovery_state)."""
+        return layout.rcvy_counters(self.recovery_state(stream, instance))
 
     def port_counters(self, port: int) -> dict[str, int]:
         """The counters of port index `port`, summed over CPUs (layout.PORT_COUNTERS)."""

@@ -3,8 +3,11 @@ the Prometheus text exposition format with the 802.1CB clause-10 counter names.
 
 Prometheus metric names are the standard's names in snake case with `_total` (counters), e.g.
 frerCpsSeqRcvyPassedPackets -> frer_cps_seq_rcvy_passed_packets_total; the HELP line gives
-the standard's own name. Labels: node, stream (handle), port, function (sequence or
-individual recovery).
+the standard's own name. Labels: node, stream (handle), port (a recovery function's port, or
+the ports feeding an individual one, comma-separated; none for one that takes every frame of
+the stream), function (sequence or individual recovery), and for the per port and stream
+counters direction: where the stream identification function sits (802.1CB 9.1.1; received
+frames are identified out-facing, frames the host sends in-facing).
 """
 
 from __future__ import annotations
@@ -31,12 +34,14 @@ PORT_NAMES = {
     "bridged": "frerlabPortBridgedFrames",
     "to_stack": "frerlabPortToStackFrames",
     "tx_errors": "frerlabPortTxErrors",
+    "gso_refused": "frerlabPortGsoRefusedPackets",
 }
-#: Per port and stream counters (stream identification: 802.1CB 9.1.1).
+#: Per port and stream counters -> their standard names and direction (802.1CB 9.1.1, 10.8).
 STREAM_PORT_NAMES = {
-    "input": "tsnCpsSidInputPackets",
-    "output": "tsnCpsSidOutputPackets",
-    "seq_enc_errored": "frerCpsSeqEncErroredPackets",
+    "input": ("tsnCpsSidInputPackets", "out-facing"),
+    "input_sent": ("tsnCpsSidInputPackets", "in-facing"),
+    "output": ("tsnCpsSidOutputPackets", "out-facing"),
+    "seq_enc_errored": ("frerCpsSeqEncErroredPackets", "out-facing"),
 }
 
 
@@ -66,8 +71,8 @@ def prometheus(snap: dict) -> str:
             for key, standard in RECOVERY_NAMES.items():
                 add(standard, r[key], stream=st["handle"], function=r["function"], port=r["port"])
         for p in st["ports"]:
-            for key, standard in STREAM_PORT_NAMES.items():
-                add(standard, p[key], stream=st["handle"], port=p["port"])
+            for key, (standard, direction) in STREAM_PORT_NAMES.items():
+                add(standard, p[key], stream=st["handle"], port=p["port"], direction=direction)
     for p in snap["ports"]:
         for key, standard in PORT_NAMES.items():
             add(standard, p[key], port=p["port"])
@@ -76,6 +81,14 @@ def prometheus(snap: dict) -> str:
         name = metric_name(standard)
         lines += [f"# HELP {name} {standard} (IEEE 802.1CB clause 10)" if standard.startswith(("frerCp", "tsnCp"))
                   else f"# HELP {name} {standard} (frerlab)", f"# TYPE {name} counter", *rows]
+    individual = [(st["handle"], r) for st in snap["streams"] for r in st["recovery"]
+                  if r["function"] == "individual"]
+    if individual:
+        lines += ["# HELP frerlab_member_locked_out 1 while an individual recovery function sees only "
+                  "rogue packets for longer than its reset timeout (802.1CB 7.4.3.4)",
+                  "# TYPE frerlab_member_locked_out gauge"]
+        lines += [f"frerlab_member_locked_out{_labels(node=node, stream=handle, port=r['port'])} "
+                  f"{int(r['locked_out'])}" for handle, r in individual]
     latent = (snap.get("latent") or {}).get("functions", [])
     if latent:
         resets = metric_name("frerCpsSeqRcvyLatentErrorResets")
@@ -97,6 +110,12 @@ def table(snap: dict) -> str:
             last = f["last"]
             out.append(f"LATENT ERROR stream {f['stream']}: {last['condition']} (difference "
                        f"{last['difference']}, threshold {f['difference_threshold']}, at {last['at_s']} s)")
+    for st in snap["streams"]:
+        for r in st["recovery"]:
+            if r["locked_out"]:
+                out.append(f"LOCKED OUT stream {st['handle']} on {r['port']}: only rogue packets for "
+                           f"{r['rogue_only_s']:g} s, each reloading the reset timer (802.1CB 7.4.3.4); "
+                           "raise history-length or lower reset-timeout, and reset it")
     out.append(f"data plane {snap['name']}" + (f" (netns {snap['netns']})" if snap["netns"] else ""))
     for st in snap["streams"]:
         out.append(f"stream {st['handle']}")
@@ -108,7 +127,8 @@ def table(snap: dict) -> str:
             out.append(f"  {r['function']} recovery{where} ({r['algorithm']}, history {r['history_length']}): "
                        + ", ".join(f"{k.removesuffix('_packets').replace('_', '-')} {r[k]}" for k in RECOVERY_NAMES))
         for p in st["ports"]:
-            out.append(f"  port {p['port']}: in {p['input']}, out {p['output']}, "
+            sent = f" (+{p['input_sent']} sent by this host)" if p["input_sent"] else ""
+            out.append(f"  port {p['port']}: in {p['input']}{sent}, out {p['output']}, "
                        f"seq-enc-errored {p['seq_enc_errored']}")
     for f in latent:
         state = "ERROR" if f["active"] else "ok"

@@ -41,6 +41,7 @@ from frerlab.dataplane import bpfsys
 from frerlab.dataplane.node import attach_ingress, detach, ifindex, possible_cpus
 from frerlab import processes
 from frerlab.errors import UsageError
+from frerlab.names import RUN_DIR
 from frerlab.netns import exists as netns_exists
 from frerlab.netns import ip
 from frerlab.traffic.record import write_atomic
@@ -48,7 +49,7 @@ from frerlab.traffic.record import write_atomic
 OBJECT = Path(__file__).resolve().parents[3] / "bpf" / "build" / "impair.o"
 PIN_ROOT = bpfsys.BPFFS
 #: Where each element keeps its state directory.
-STATE_ROOT = Path("/run/frerlab/impair")
+STATE_ROOT = RUN_DIR / "impair"
 #: Directions in map order: forward enters at end a, reverse at end b.
 DIRECTIONS = ("forward", "reverse")
 #: Longest delay (and jitter) accepted, as crates/impair's MAX_DELAY_NS.

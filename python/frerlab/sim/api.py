@@ -28,6 +28,7 @@ import pandas as pd
 
 from frerlab import __version__
 from frerlab.errors import UsageError
+from frerlab.sim.cost import Cost, estimate, require_affordable
 from frerlab.sim.scenario import Scenario, compile_spec, parse_scenario, read_data
 
 TABLES = ("streams", "series", "ports", "nodes", "frer", "trace")
@@ -150,20 +151,40 @@ def scenario_data(scenario: str | Path | dict[str, Any] | Scenario) -> dict[str,
     return read_data(scenario)
 
 
-def prepare(scenario: str | Path | dict[str, Any] | Scenario, overrides: dict[str, Any] | None = None) -> Scenario:
-    """The validated scenario after applying `overrides` (dotted field -> value)."""
+def prepare(
+    scenario: str | Path | dict[str, Any] | Scenario, overrides: dict[str, Any] | None = None, source: str | None = None,
+) -> Scenario:
+    """The validated scenario after applying `overrides` (dotted field -> value); `source`
+    names it in errors (default: its path, or "scenario")."""
     data = scenario_data(scenario)
     for dotted, value in (overrides or {}).items():
         set_field(data, dotted, value)
-    source = str(scenario) if isinstance(scenario, (str, Path)) else "scenario"
+    if source is None:
+        source = str(scenario) if isinstance(scenario, (str, Path)) else "scenario"
     return parse_scenario(data, source)
 
 
-def run(scenario: str | Path | dict[str, Any] | Scenario, overrides: dict[str, Any] | None = None) -> SimResult:
-    """Runs one scenario (its `sweep` section is ignored) and returns the result tables."""
+def check(
+    scenario: str | Path | dict[str, Any] | Scenario, overrides: dict[str, Any] | None = None,
+    allow_long: bool = False, source: str | None = None,
+) -> tuple[Scenario, Cost]:
+    """The validated scenario and the estimated cost of running it (see `frerlab.sim.cost`);
+    UsageError when it is invalid or, unless `allow_long`, when the cost exceeds the limits."""
+    sc = prepare(scenario, overrides, source)
+    run_cost = estimate(compile_spec(sc))
+    require_affordable(run_cost, sc.name, allow_long)
+    return sc, run_cost
+
+
+def run(
+    scenario: str | Path | dict[str, Any] | Scenario, overrides: dict[str, Any] | None = None, allow_long: bool = False,
+) -> SimResult:
+    """Runs one scenario (its `sweep` section is ignored) and returns the result tables.
+    Refuses (UsageError) a run whose estimated cost exceeds the limits of `frerlab.sim.cost`
+    unless `allow_long`."""
     from frerlab import _native
 
-    sc = prepare(scenario, overrides)
+    sc, _ = check(scenario, overrides, allow_long)
     try:
         report = json.loads(_native.sim_run(json.dumps(compile_spec(sc))))
     except ValueError as err:

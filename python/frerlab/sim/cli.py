@@ -10,8 +10,11 @@ import pandas as pd
 import yaml
 
 from frerlab.errors import UsageError
-from frerlab.sim.api import prepare, run, scenario_data, set_field, write_atomic
-from frerlab.sim.sweep import sweep, zero_loss_rate
+from frerlab.names import output_dir
+from frerlab.sim.api import check, prepare, run, scenario_data, set_field, write_atomic
+from frerlab.sim.cost import MAX_EVENTS, MAX_SERIES_ROWS, MAX_TRACE_ROWS
+from frerlab.sim.sweep import check_points, grid_points, rate_arg, sweep, zero_loss_rate
+from frerlab.sim.units import shown
 
 EPILOG = """examples:
   frerlab sim run scenarios/seed000_frer_2hop.yaml
@@ -19,7 +22,13 @@ EPILOG = """examples:
   frerlab sim run scenarios/loss_vs_load.yaml -o results/loss --jobs 2     (a file with a sweep)
   frerlab sim check scenarios/link_failure.yaml
   frerlab sim zero-loss scenarios/paradox/control.yaml --stream udp --low 10Mbps --high 1Gbps
-"""
+
+A run is estimated before it starts (events = frames x (hops + 1) per stream, series rows =
+streams x intervals, trace rows = events with trace on) and refused past {events:,} events,
+{series:,} series rows or {trace:,} trace rows unless --allow-long is given; `sim check` prints
+the estimate. Bounds of every field: docs/errors.md.
+""".format(events=MAX_EVENTS, series=MAX_SERIES_ROWS, trace=MAX_TRACE_ROWS)
+ALLOW_LONG_HELP = "run even when the estimated cost exceeds the limits (see below)"
 
 SUMMARY_COLUMNS = ["stream", "sent", "received", "lost", "loss_ratio", "duplicates", "reordered",
                    "latency_p50_ns", "latency_p99_ns", "latency_max_ns"]
@@ -39,9 +48,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                             help="override a field by dotted path, e.g. streams.udp.rate=600Mbps (repeatable)")
     run_parser.add_argument("--jobs", type=int, default=None, help="parallel processes for a sweep (default: CPUs)")
     run_parser.add_argument("--no-sweep", action="store_true", help="run the scenario once, ignoring its sweep")
+    run_parser.add_argument("--allow-long", action="store_true", help=ALLOW_LONG_HELP)
     run_parser.set_defaults(func=cmd_run)
-    check_parser = verbs.add_parser("check", help="validate a scenario file without running it")
+    check_parser = verbs.add_parser("check", help="validate a scenario file and estimate its cost without running it",
+                                    epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     check_parser.add_argument("scenario", type=Path)
+    check_parser.add_argument("--allow-long", action="store_true", help="accept a cost past the limits, as run --allow-long")
     check_parser.set_defaults(func=cmd_check)
     search_parser = verbs.add_parser(
         "zero-loss", help="binary search for a stream's highest rate without loss (RFC 2544 throughput)")
@@ -51,6 +63,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     search_parser.add_argument("--high", default="1Gbps", help="upper end of the search (default 1Gbps)")
     search_parser.add_argument("--resolution", default="1Mbps", help="stop when the interval is this narrow")
     search_parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
+    search_parser.add_argument("--allow-long", action="store_true", help=ALLOW_LONG_HELP)
     search_parser.set_defaults(func=cmd_zero_loss)
     parser.set_defaults(func=lambda args: parser.print_help() or 2)
 
@@ -62,35 +75,53 @@ def parse_overrides(items: list[str]) -> dict[str, object]:
         name, sep, value = item.partition("=")
         if not sep or not name:
             raise UsageError(f"--set {item!r} is not FIELD=VALUE (e.g. streams.udp.rate=600Mbps)")
-        overrides[name] = yaml.safe_load(value)
+        try:
+            overrides[name] = yaml.safe_load(value)
+        except yaml.YAMLError:
+            raise UsageError(f"--set {shown(item)}: the value is not a YAML scalar or list (e.g. 600Mbps, 10, [1, 2])") from None
     return overrides
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    """Validates the scenario and every point of its sweep."""
+    """Validates the scenario and every point of its sweep, and estimates what running costs:
+    whatever passes here, `sim run` (with the same --allow-long) starts."""
     data = scenario_data(args.scenario)
-    sc = prepare(data)
-    grid = data.get("sweep") or {}
+    source = str(args.scenario)
+    grid = data.get("sweep")
+    if grid:
+        sc = prepare(data, source=source)
+        points = grid_points(grid)
+        costs = check_points({k: v for k, v in data.items() if k != "sweep"}, points, args.allow_long, source)
+        largest = max(costs, key=lambda c: c.events)
+        cost_text = f"sweep of {len(grid)} fields, {len(points)} runs, the largest {largest.describe()}"
+    else:
+        sc, cost = check(data, None, args.allow_long, source)
+        cost_text = cost.describe()
     print(f"{args.scenario}: scenario {sc.name!r} is valid: {len(sc.nodes)} nodes, {len(sc.links)} links, "
-          f"{len(sc.streams)} streams" + (f", sweep of {len(grid)} fields" if grid else ""))
+          f"{len(sc.streams)} streams; {cost_text}")
     return 0
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Runs one scenario or its sweep, prints a summary and saves results when -o is given."""
+    if args.output:
+        output_dir(args.output, "-o/--output")
+    if args.jobs is not None and not 1 <= args.jobs <= 1024:
+        raise UsageError(f"--jobs {args.jobs} is out of range (1..1024 processes)")
     overrides = parse_overrides(args.set)
     data = scenario_data(args.scenario)
     for name, value in overrides.items():
         set_field(data, name, value)
     if data.get("sweep") and not args.no_sweep:
-        table = sweep(data, processes=args.jobs, output=args.output)
+        prepare(data, source=str(args.scenario))  # the sweep section as `check` validates it
+        table = sweep(data, processes=args.jobs, output=args.output, allow_long=args.allow_long)
         if args.output:
             args.output.mkdir(parents=True, exist_ok=True)
             write_atomic(args.output / "sweep.csv", table.to_csv(index=False))
         grid_columns = list(data["sweep"])
         print(table[grid_columns + [c for c in SUMMARY_COLUMNS if c in table]].to_string(index=False), flush=True)
     else:
-        result = run(args.scenario, overrides)
+        result = run(args.scenario, overrides, allow_long=args.allow_long)
         if args.output:
             result.save(args.output)
         with pd.option_context("display.width", 200):
@@ -107,7 +138,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_zero_loss(args: argparse.Namespace) -> int:
     """Prints the highest lossless rate of one stream, in Mbit/s of its rate_layer."""
     overrides = {**parse_overrides(args.set), "sweep": {}}
-    rate = zero_loss_rate(args.scenario, args.stream, args.low, args.high, args.resolution, overrides)
+    low, high, resolution = (rate_arg(f"--{name}", getattr(args, name)) for name in ("low", "high", "resolution"))
+    rate = zero_loss_rate(args.scenario, args.stream, low, high, resolution, overrides, args.allow_long)
     layer = prepare(scenario_data(args.scenario), overrides).streams
     layer = next((s.rate_layer for s in layer if s.name == args.stream), "l2")
     print(f"{args.scenario}: stream {args.stream} zero-loss rate {rate / 1e6:.1f} Mbit/s ({layer.upper()})")

@@ -13,10 +13,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, model_validator
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, PlainSerializer, Tag,
+                      model_validator)
 
+from frerlab.frer import DEFAULT_HISTORY_LENGTH, default_reset_timeout_ns
 from frerlab.yamlfile import read_mapping, validate
-from frerlab.sim.units import rate_bps, size_bytes, time_ps
+from frerlab.sim.units import (MAX_FRAME_BYTES, MAX_TIME_PS, MIN_FRAME_BYTES, at_most, rate_bps, size_bytes, time_ps,
+                               time_text)
 
 Rate = Annotated[int, BeforeValidator(rate_bps)]
 # Times are held in picoseconds and written back with their unit (a bare number means seconds).
@@ -26,6 +29,14 @@ Size = Annotated[int, BeforeValidator(size_bytes)]
 CLASSES = range(8)
 # Ethernet preamble + SFD + minimum inter-frame gap (IEEE 802.3), counted by L1 rates.
 L1_OVERHEAD_BYTES = 20
+MAX_COUNT = 10**12
+# Link and processing delays: far above any TSN network's, and small enough that the engine's
+# sums of times along a path stay far from 64-bit overflow.
+MAX_DELAY_PS = 10**12
+MAX_GATE_ENTRIES = 1024
+# At most this many intervals in the series: duration / interval.
+MAX_INTERVALS = 10**6
+FrameBytes = Field(ge=MIN_FRAME_BYTES, le=MAX_FRAME_BYTES)
 
 
 class _Model(BaseModel):
@@ -43,7 +54,7 @@ class Node(_Model):
     """A host (talker/listener) or a switch."""
 
     kind: Literal["host", "switch"]
-    processing_delay: Time = 0
+    processing_delay: Annotated[Time, at_most(MAX_DELAY_PS)] = 0
     buffer: Buffer = Buffer()
 
 
@@ -58,7 +69,14 @@ class Gates(_Model):
     """A time-aware shaper gate control list (802.1Qbv), repeated every cycle."""
 
     base_time: Time = 0
-    entries: list[GateEntry] = Field(min_length=1)
+    entries: list[GateEntry] = Field(min_length=1, max_length=MAX_GATE_ENTRIES)
+
+    @model_validator(mode="after")
+    def _cycle_bounded(self) -> Gates:
+        cycle = sum(e.duration for e in self.entries)
+        if cycle > MAX_TIME_PS:
+            raise ValueError(f"gate cycle {time_text(cycle)} (the sum of the durations) is out of range (at most 1e6s)")
+        return self
 
 
 class Egress(_Model):
@@ -94,7 +112,7 @@ class Failure(_Model):
     @model_validator(mode="after")
     def _ordered(self) -> Failure:
         if self.up <= self.down:
-            raise ValueError(f"failure up {self.up} ps is not after down {self.down} ps")
+            raise ValueError(f"failure up {time_text(self.up)} is not after down {time_text(self.down)}")
         return self
 
 
@@ -122,26 +140,34 @@ class Link(_Model):
     a: str
     b: str
     rate: Rate = Field(gt=0)
-    delay: Time = 0
-    overhead: Size = L1_OVERHEAD_BYTES
+    delay: Annotated[Time, at_most(MAX_DELAY_PS)] = Field(0, description="propagation delay")
+    overhead: Size = Field(L1_OVERHEAD_BYTES, le=MAX_FRAME_BYTES)
     egress: Egress = Egress()
     failures: list[Failure] = Field(default_factory=list)
     loss: Annotated[Bernoulli | GilbertElliott, Field(discriminator="model")] | None = None
+
+    @model_validator(mode="after")
+    def _slopes_within_rate(self) -> Link:
+        for c, slope in self.egress.cbs.items():
+            if not 0 < slope <= self.rate:
+                raise ValueError(f"egress.cbs: idleSlope {slope} bit/s of class {c} is out of range "
+                                 f"(1..={self.rate} bit/s, the link rate)")
+        return self
 
 
 class Exponential(_Model):
     """Exponentially distributed frame sizes (for M/M/1 checks)."""
 
     dist: Literal["exponential"]
-    mean: float = Field(ge=1)
+    mean: float = FrameBytes
 
 
 class UniformSize(_Model):
     """Frame sizes uniform over min..max."""
 
     dist: Literal["uniform"]
-    min: int = Field(ge=1)
-    max: int = Field(ge=1)
+    min: int = FrameBytes
+    max: int = FrameBytes
 
 
 class OnOff(_Model):
@@ -151,16 +177,41 @@ class OnOff(_Model):
     off: Time
 
 
+def _frame_size_kind(value: Any) -> str | None:
+    if isinstance(value, dict):
+        return value.get("dist")
+    return getattr(value, "dist", "fixed")
+
+
+FrameSize = Annotated[
+    Annotated[Size, FrameBytes, Tag("fixed")] | Annotated[Exponential, Tag("exponential")]
+    | Annotated[UniformSize, Tag("uniform")],
+    Discriminator(_frame_size_kind, custom_error_type="frame_size",
+                  custom_error_message="frame_size is a number of bytes (64..9216) or a mapping with dist: "
+                                       "exponential (mean) or uniform (min, max)"),
+]
+
+
 class Recovery(_Model):
-    """A sequence recovery function (or individual recovery of one member stream)."""
+    """A sequence recovery function (or individual recovery of one member stream). Defaults
+    are frerlab's, as for the data plane (docs/8021cb-decisions.md, "Defaults"): history 32,
+    reset timeout 100 ms (1 ms under individual recovery); `never` asks for no timeout."""
 
     node: str
     ingress: str | None = Field(None, description="link name: only frames arriving over it")
     algorithm: Literal["vector", "match"] = "vector"
-    history_length: int = Field(2, ge=2, le=1024)
-    reset_timeout: Time | None = None
+    history_length: int = Field(DEFAULT_HISTORY_LENGTH, ge=2, le=1024)
+    reset_timeout: Time | Literal["never"] | None = None
     individual_recovery: bool = False
     take_no_sequence: bool = False
+
+    def reset_timeout_ps(self) -> int | None:
+        """The reset timeout in picoseconds; None for no timeout."""
+        if self.reset_timeout == "never":
+            return None
+        if self.reset_timeout is None:
+            return default_reset_timeout_ns(self.individual_recovery) * 1000
+        return self.reset_timeout
 
 
 class Frer(_Model):
@@ -178,12 +229,12 @@ class Stream(_Model):
     talker: str
     listener: str
     pcp: int = Field(0, ge=0, le=7, description="priority, mapped one to one to a traffic class")
-    frame_size: Size | Exponential | UniformSize = 1518
+    frame_size: FrameSize = Field(1518, description="Ethernet frame bytes, FCS included (64..9216)")
     pattern: Literal["constant", "poisson"] | OnOff = "constant"
     rate: Rate = Field(gt=0)
     rate_layer: Literal["l1", "l2"] = "l2"
     start: Time = 0
-    count: int | None = Field(None, ge=1)
+    count: int | None = Field(None, ge=1, le=MAX_COUNT)
     paths: list[list[str]] = Field(min_length=1)
     frer: Frer | None = None
 
@@ -201,10 +252,21 @@ class Scenario(_Model):
     nodes: dict[str, Node]
     links: list[Link]
     streams: list[Stream] = Field(min_length=1)
-    sweep: dict[str, list[Any]] = Field(default_factory=dict)
+    sweep: dict[str, Annotated[list[Any], Field(min_length=1)]] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _names_resolve(self) -> Scenario:
+        if self.duration // self.interval > MAX_INTERVALS:
+            raise ValueError(f"interval {time_text(self.interval)} makes {self.duration // self.interval:,} intervals "
+                             f"of the duration {time_text(self.duration)} (at most {MAX_INTERVALS:,}: "
+                             "interval >= duration / 10^6)")
+        if self.warmup >= self.duration:
+            raise ValueError(f"warmup {time_text(self.warmup)} is not before the end of the duration "
+                             f"{time_text(self.duration)} (no frame would be measured)")
+        for s in self.streams:
+            if s.start >= self.duration:
+                raise ValueError(f"stream {s.name}: start {time_text(s.start)} is not before the end of the duration "
+                                 f"{time_text(self.duration)} (the stream would send nothing)")
         compile_spec(self)
         return self
 
@@ -320,15 +382,13 @@ def _compile_recovery(stream: str, r: Recovery, node_index: dict, links: dict, p
         ingress = port_index[(r.ingress, far)]
     return {
         "node": node_index[r.node], "ingress": ingress, "algorithm": r.algorithm,
-        "history_length": r.history_length, "reset_timeout": r.reset_timeout,
+        "history_length": r.history_length, "reset_timeout": r.reset_timeout_ps(),
         "individual": r.individual_recovery, "take_no_sequence": r.take_no_sequence,
     }
 
 
 def _frame_size(fs: int | Exponential | UniformSize) -> dict[str, Any]:
     if isinstance(fs, int):
-        if fs < 1:
-            raise ValueError(f"frame_size {fs} is out of range (>= 1 byte)")
         return {"dist": "fixed", "bytes": fs}
     if isinstance(fs, UniformSize) and fs.min > fs.max:
         raise ValueError(f"frame_size uniform min {fs.min} is above max {fs.max}")

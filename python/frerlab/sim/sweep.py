@@ -9,6 +9,7 @@ stream metrics.
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import sys
 import time
@@ -19,9 +20,12 @@ from typing import Any, Callable
 import pandas as pd
 
 from frerlab.errors import UsageError
-from frerlab.sim.api import SimResult, prepare, run, scenario_data
+from frerlab.sim.api import SimResult, check, run, scenario_data
+from frerlab.sim.cost import Cost
 from frerlab.sim.scenario import Scenario
-from frerlab.sim.units import rate_bps
+from frerlab.sim.units import rate_bps, shown
+
+MAX_SWEEP_POINTS = 10_000
 
 
 def summary_table(result: SimResult) -> pd.DataFrame:
@@ -37,17 +41,37 @@ def elapsed_since(start: float) -> str:
     return f"{time.monotonic() - start:.1f}s"
 
 
-def grid_points(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
+def grid_points(grid: object) -> list[dict[str, Any]]:
     """Every combination of the grid's values, in order (the last field varies fastest)."""
+    if not isinstance(grid, dict):
+        raise UsageError(f"sweep {shown(grid)} is not valid (a mapping of field paths to lists of values)")
     for name, values in grid.items():
+        if not isinstance(name, str):
+            raise UsageError(f"sweep field {shown(name)} is not a field path (e.g. streams.udp.rate)")
         if not isinstance(values, list) or not values:
-            raise UsageError(f"sweep field {name!r} needs a non-empty list of values, got {values!r}")
+            raise UsageError(f"sweep field {name!r} needs a non-empty list of values, got {shown(values)}")
+    points = math.prod(len(values) for values in grid.values())
+    if points > MAX_SWEEP_POINTS:
+        raise UsageError(f"sweep of {points:,} points is out of range (at most {MAX_SWEEP_POINTS:,} runs)")
     keys = list(grid)
     return [dict(zip(keys, combo)) for combo in itertools.product(*(grid[k] for k in keys))]
 
 
+def check_points(data: dict[str, Any], points: list[dict[str, Any]], allow_long: bool = False,
+                 source: str = "scenario") -> list[Cost]:
+    """The estimated cost of every point; UsageError naming the first point that is invalid or,
+    unless `allow_long`, too costly."""
+    costs = []
+    for point in points:
+        try:
+            costs.append(check(data, point, allow_long, source)[1])
+        except UsageError as err:
+            raise UsageError(f"sweep point {shown(point)}: {err}") from None
+    return costs
+
+
 def _run_point(data: dict[str, Any], point: dict[str, Any], output: Path | None) -> pd.DataFrame:
-    result = run(data, point)
+    result = run(data, point, allow_long=True)  # checked by `sweep` before any run
     if output is not None:
         result.save(output)
     table = summary_table(result)
@@ -62,18 +86,19 @@ def sweep(
     processes: int | None = None,
     progress: Callable[[str], None] | None = None,
     output: str | Path | None = None,
+    allow_long: bool = False,
 ) -> pd.DataFrame:
     """Runs every point of `grid` (default: the scenario's own `sweep` section) in parallel
     processes; `progress` receives one line per finished run (default: print to stderr).
-    With `output`, each run's raw report and tables go to `output/point-NNN/` as it ends."""
+    With `output`, each run's raw report and tables go to `output/point-NNN/` as it ends.
+    Every point is validated and its cost checked (see `run`) before any runs."""
     data = scenario_data(scenario)
     grid = grid if grid is not None else data.get("sweep") or {}
     data.pop("sweep", None)
     if not grid:
         raise UsageError("sweep needs a grid: a mapping of field paths to lists of values")
     points = grid_points(grid)
-    for point in points:
-        prepare(data, point)  # validate every point before running any
+    check_points(data, points, allow_long)
     report = progress or (lambda line: print(line, file=sys.stderr, flush=True))
     workers = max(1, min(processes or os.cpu_count() or 1, len(points)))
     start = time.monotonic()
@@ -96,6 +121,14 @@ def sweep(
     return pd.concat([tables[i] for i in range(len(points))], ignore_index=True)
 
 
+def rate_arg(name: str, value: str | int) -> int:
+    """A rate argument in bit/s; UsageError naming the argument when it is not a rate."""
+    try:
+        return rate_bps(value)
+    except ValueError as err:
+        raise UsageError(f"{name}: {err}") from None
+
+
 def zero_loss_rate(
     scenario: str | Path | dict[str, Any] | Scenario,
     stream: str,
@@ -103,17 +136,21 @@ def zero_loss_rate(
     high: str | int,
     resolution: str | int = "1Mbps",
     overrides: dict[str, Any] | None = None,
+    allow_long: bool = False,
 ) -> int:
     """The highest rate of `stream` (bit/s, in the stream's rate_layer) at which it loses no
     frame, by binary search between `low` and `high` (RFC 2544 26.1). Raises UsageError when
-    even `low` loses frames."""
-    lo, hi, step = rate_bps(low), rate_bps(high), rate_bps(resolution)
+    even `low` loses frames, or when a run at `high` would exceed the cost limits of `run`
+    (unless `allow_long`)."""
+    lo, hi, step = (rate_arg(name, value) for name, value in (("low", low), ("high", high), ("resolution", resolution)))
     if not 0 < lo < hi or step <= 0:
-        raise UsageError(f"zero_loss_rate needs 0 < low < high and resolution > 0, got {lo}, {hi}, {step}")
+        raise UsageError(f"zero-loss search needs 0 < low < high and resolution > 0, got low {lo} bit/s, "
+                         f"high {hi} bit/s, resolution {step} bit/s")
     base = dict(overrides or {})
+    check(scenario, {**base, f"streams.{stream}.rate": hi}, allow_long)  # the costliest run of the search
 
     def lossless(rate: int) -> bool:
-        result = run(scenario, {**base, f"streams.{stream}.rate": rate})
+        result = run(scenario, {**base, f"streams.{stream}.rate": rate}, allow_long=True)
         row = result.streams.set_index("stream").loc[stream]
         return int(row["lost"]) == 0
 

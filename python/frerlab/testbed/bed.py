@@ -7,8 +7,15 @@ is shaped with a token bucket (TBF) at the testbed's rate; switch ports and path
 `queue_limit` bytes (tail drop: the variable the seeds blame for their numbers), hosts up to
 HOST_QUEUE bytes (a NIC's transmit queue). The switches and, by placement, the hosts run
 frerlab's eBPF data plane with the configurations of frerlab.testbed.plan. Static neighbour
-entries and IPv6 off, so no ARP or ND frames; offloads off on the hosts, so every frame the
-data plane sees is a wire frame.
+entries and IPv6 off, so no ARP or ND frames.
+
+Links that carry R-tagged frames (the paths, and a host's link when the host runs FRER) have
+an MTU of LINK_MTU, room for a full 1500-byte IP packet plus its R-TAG; the others IP_MTU, so
+`frerlab dataplane up` finds every MTU right and changes none. The hosts send 1500-byte
+packets (their route MTU). A FRER node refuses GSO packets (many frames in one skb) and turns
+off what builds them on its own ports, but the host feeding it decides what crosses the link:
+the hosts' TSO, GSO and GRO are off, so they send wire frames. Checksum offload stays on, as on
+real hosts: the data plane keeps the checksum metadata of what it forwards right.
 
 A testbed lives across commands (`frerlab testbed up`, then `impair`, `exec`, `status`,
 `down`): its state file is written before anything is created, so `down` also removes what a
@@ -18,7 +25,6 @@ killed `up` left. `with Testbed(...) as tb:` brings one up and always takes it d
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import time
 from dataclasses import asdict, dataclass, field
@@ -28,23 +34,25 @@ from frerlab.dataplane import control
 from frerlab.errors import UsageError
 from frerlab.impair import PathImpairment
 from frerlab.impair import remove_leftovers as remove_path_leftovers
+from frerlab.names import MAX_IFNAME, RUN_DIR, check_name, inside, name_problem
 from frerlab.netns import Namespaces, exists, link_info
 from frerlab.sim.units import rate_bps, size_bytes
 from frerlab.testbed import plan
 from frerlab.traffic.record import write_atomic
 
-STATE_DIR = Path("/run/frerlab/testbed")
+STATE_DIR = RUN_DIR / "testbed"
 HOSTS = ("talker", "sw1", "sw2", "listener")
 PATHS = ("a", "b")
-#: MTU of every link: a full 1500-byte IP packet plus its R-TAG (hosts still send 1500-byte
-#: packets: their route MTU is 1500).
+#: MTU of a link that carries R-tagged frames: a full 1500-byte IP packet plus its R-TAG (hosts
+#: still send 1500-byte packets: their route MTU is IP_MTU); and of the other links.
 LINK_MTU, IP_MTU = 1506, 1500
 #: Transmit queue of a host interface, in bytes (about 1000 full-size frames).
 HOST_QUEUE = 1_500_000
 DEFAULT_NAME = "frerlab"
 DEFAULT_RATE = "100Mbps"
 DEFAULT_QUEUE_LIMIT = "64KiB"
-_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,19}$")
+#: Longest testbed name: the temporary veth names `tb-<name>a` must fit an interface name.
+MAX_NAME = MAX_IFNAME - len("tb-a")
 
 
 @dataclass(frozen=True)
@@ -82,12 +90,18 @@ class Settings:
 
     def check(self) -> None:
         """Validates every field; UsageError naming the bad value and what would be valid."""
-        if not _NAME.match(self.name):
-            raise UsageError(f"testbed name {self.name!r} is not valid (1-20 of a-z, 0-9, '-', "
-                             "starting with a letter or digit)")
+        check_name(self.name, "testbed", MAX_NAME)
+        if not 2 <= self.history_length <= 1024:
+            raise UsageError(f"history length {self.history_length} is out of range (2..1024)")
         try:
             self.rate_bps = rate_bps(self.rate)
+        except ValueError as err:
+            raise UsageError(f"rate: {err}") from None
+        try:
             self.queue_limit_bytes = size_bytes(self.queue_limit)
+        except ValueError as err:
+            raise UsageError(f"queue limit: {err}") from None
+        try:
             plan.node_configs(self.mode, self.replicate_at, self.eliminate_at,
                               plan.Recovery(history_length=self.history_length))
         except ValueError as err:
@@ -100,7 +114,8 @@ class Settings:
 
 
 def state_path(name: str) -> Path:
-    return STATE_DIR / f"{name}.json"
+    """The state file of testbed `name`; UsageError for a name that is not valid."""
+    return inside(STATE_DIR, check_name(name, "testbed", MAX_NAME), ".json")
 
 
 def _prefix(name: str) -> str:
@@ -123,7 +138,8 @@ def _path_name(name: str, path: str) -> str:
 
 def running() -> list[str]:
     """Names of the testbeds that are up (or left by a killed run)."""
-    return sorted(p.stem for p in STATE_DIR.glob("*.json")) if STATE_DIR.is_dir() else []
+    return sorted(p.stem for p in STATE_DIR.glob("*.json") if not p.is_symlink()
+                  and name_problem(p.stem, "testbed", MAX_NAME) is None) if STATE_DIR.is_dir() else []
 
 
 def read_state(name: str) -> dict:
@@ -153,7 +169,7 @@ def up(settings: Settings) -> dict:
     try:
         net.add(*HOSTS, *PATHS)
         for link in LINKS:
-            net.link(*link.a, *link.b, mtu=LINK_MTU)
+            net.link(*link.a, *link.b, mtu=_link_mtu(link, settings.mode, configs))
         for role, (address, mac) in ADDRESSES.items():
             _configure_host(net, role, address, mac)
         for link in LINKS:
@@ -179,8 +195,16 @@ def _configure_host(net: Namespaces, role: str, address: str, mac: str) -> None:
     net.run(role, "ip", "addr", "add", f"{address}/24", "dev", port)
     net.run(role, "ip", "route", "replace", "198.18.0.0/24", "dev", port, "src", address, "mtu", str(IP_MTU))
     net.run(role, "ip", "neigh", "replace", other_ip, "lladdr", other_mac, "dev", port, "nud", "permanent")
-    # every frame the data plane sees is one wire frame, with its checksum complete
-    net.run(role, "ethtool", "-K", port, "tso", "off", "gso", "off", "gro", "off", "tx", "off")
+    # a host feeding a FRER node sends wire frames: one sequence number each
+    net.run(role, "ethtool", "-K", port, "tso", "off", "gso", "off", "gro", "off")
+
+
+def _link_mtu(link: Link, mode: str, configs: dict) -> int:
+    """LINK_MTU for a link that carries R-tagged frames (a path, or the link of a host that
+    runs FRER), else IP_MTU."""
+    roles = (link.a[0], link.b[0])
+    tagged = mode == "frer" and any(role in PATHS or (role in ADDRESSES and role in configs) for role in roles)
+    return LINK_MTU if tagged else IP_MTU
 
 
 def _shape(net: Namespaces, role: str, ifname: str, settings: Settings) -> None:

@@ -10,7 +10,8 @@ import sys
 import time
 from pathlib import Path
 
-from frerlab.errors import UsageError
+from frerlab.errors import EXIT_VERDICT, UsageError
+from frerlab.names import output_dir
 from frerlab.testbed import bed, failover, plan
 
 TESTBED_EPILOG = """The seeds' 2-hop dual-path topology in network namespaces:
@@ -224,7 +225,7 @@ def _exec(args: argparse.Namespace) -> int:
 def _failover(args: argparse.Namespace) -> int:
     schedule = failover.Schedule(args.rate_fps, args.frame_size, args.duration, args.cut_a, args.cut_b, args.interval)
     schedule.check()
-    out = args.output or Path("results") / time.strftime("failover-%Y%m%d-%H%M%S")
+    out = output_dir(args.output or Path("results") / time.strftime("failover-%Y%m%d-%H%M%S"), "--output")
     temporary = args.name not in bed.running()
     if temporary:
         bed.up(_settings(args))
@@ -238,4 +239,4 @@ def _failover(args: argparse.Namespace) -> int:
     else:
         print(failover.summary(result))
         print(f"  results in {out}", file=sys.stderr)
-    return 0 if result["verdict_met"] else 1
+    return 0 if result["verdict_met"] else EXIT_VERDICT

@@ -4,17 +4,23 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import ipaddress
 import json
+import socket
 import sys
 from pathlib import Path
 
 from frerlab.errors import UsageError
+from frerlab.names import output_file
 from frerlab.traffic import gen, importer
 from frerlab.traffic.record import TrafficRecord, dump_records, write_atomic
-from frerlab.traffic.units import parse_si
+from frerlab.sim.units import shown
+from frerlab.traffic.units import MAX_COUNT, MAX_SECONDS, frame_bytes, frames_per_second, parse_si, seconds
 
 EXIT_SHORTFALL = 3
+# Each rate option and the key of the generator's configuration it sets.
+RATE_KEYS = (("rate_l1", "l1_bits_per_sec"), ("rate_l2", "l2_bits_per_sec"), ("rate_fps", "frames_per_sec"))
 
 SEND_EPILOG = """rate (one is required; units are in the option name):
   --rate-l1 100M    layer-1 bit/s: frame + 20 B preamble/gap per frame (RFC 2544 line rate)
@@ -23,6 +29,9 @@ SEND_EPILOG = """rate (one is required; units are in the option name):
   --max-rate        no pacing: as fast as the host can send
 frame size: bytes FCS included (64..9216) or min (64), max (1518), jumbo (9018);
 RFC 2544 sizes: 64 128 256 512 1024 1280 1518. UDP payload = frame - 46.
+
+bounds: 1..1e10 frames/s and at most 10T bit/s; --duration, and --count at the requested
+rate, at most a week (604800 s); --count at most 1e12.
 
 exit status: 0 done, 2 bad input, 3 the generator fell short of the requested rate
 (the report says by how much: that shortfall is the host's, not the network's).
@@ -58,8 +67,8 @@ def _seq_list(text: str) -> list[int]:
         values = [int(v) for v in text.split(",") if v.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of sequence numbers") from None
-    if any(v < 0 for v in values):
-        raise argparse.ArgumentTypeError(f"{text!r} has a negative sequence number (0 or more)")
+    if any(not 0 <= v < 2**64 for v in values):
+        raise argparse.ArgumentTypeError(f"{shown(text)} has a sequence number out of range (0..2^64-1)")
     return values
 
 
@@ -112,6 +121,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     recv.add_argument("--interface", help="interface to listen on (raw mode)")
     recv.add_argument("--duration", type=float, help="seconds to listen (default: until end of stream)")
     recv.add_argument("--interval", type=float, default=1.0, help="seconds per interval of the series (default 1)")
+    recv.add_argument("--interval-frames", type=int, metavar="N",
+                      help="also count per N sequence numbers (seq_bins in the raw report: a loss in the bin its "
+                           "frames were sent in, not where the gap was seen)")
     recv.add_argument("--linger", type=float, default=0.5, help="seconds to wait for stragglers after end of stream")
     recv.add_argument("--idle", type=float, help="stop after this many seconds without traffic (senders without end probes)")
     recv.add_argument("--no-gro", action="store_true", help="UDP mode: no UDP GRO (one datagram per read)")
@@ -145,30 +157,78 @@ def _progress(verb: str, count_key: str | None):
     return show
 
 
-def _check_port(port: int, what: str) -> None:
-    if not 0 <= port <= 65535:
-        raise UsageError(f"{what} {port} is out of range (0..=65535)")
+def _check_port(port: int, what: str, low: int = 0) -> None:
+    if not low <= port <= 65535:
+        raise UsageError(f"{what} {port} is out of range ({low}..=65535)")
+
+
+def _check_range(option: str, value: int, low: int, high: int, unit: str = "") -> None:
+    if not low <= value <= high:
+        raise UsageError(f"{option} {shown(value)} is out of range ({low}..{high}{unit})")
+
+
+def _check_interface(name: str | None, mode: str) -> None:
+    """Raw mode needs an interface that exists here; the message lists the ones that do."""
+    if mode != "raw":
+        if name is not None:
+            raise UsageError(f"--interface {name!r} is for --mode raw only (UDP mode routes by address)")
+        return
+    if name is None:
+        raise UsageError("--mode raw needs --interface NAME")
+    names = sorted(n for _, n in socket.if_nameindex())
+    if name not in names:
+        raise UsageError(f"--interface {shown(name)} does not exist in this network namespace "
+                         f"(interfaces: {', '.join(names)})")
+
+
+def _check_bind(address: str | None) -> None:
+    """--bind must be an IPv4 address of this host (of this network namespace)."""
+    if address is None:
+        return
+    try:
+        ipaddress.IPv4Address(address)
+    except ValueError:
+        raise UsageError(f"--bind {shown(address)} is not an IPv4 address (e.g. 198.18.0.2)") from None
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.bind((address, 0))
+        except OSError as err:
+            if err.errno != errno.EADDRNOTAVAIL:
+                raise
+            raise UsageError(f"--bind {address} is not an address of this host (network namespace); "
+                             "give one of its addresses or leave --bind out to listen on all") from None
 
 
 def _send(args: argparse.Namespace) -> int:
+    if args.output:
+        output_file(args.output, "--output")
     try:
         ipaddress.IPv4Address(args.dst)
     except ValueError:
-        raise UsageError(f"destination {args.dst!r} is not valid (an IPv4 address, e.g. 198.18.0.2)") from None
-    _check_port(args.port, "port")
-    _check_port(args.source_port, "source port")
-    if not 0 <= args.stream_id <= 65535:
-        raise UsageError(f"stream id {args.stream_id} is out of range (0..=65535)")
+        raise UsageError(f"destination {shown(args.dst)} is not valid (an IPv4 address, e.g. 198.18.0.2)") from None
+    _check_port(args.port, "--port", low=1)
+    _check_port(args.source_port, "--source-port")
+    _check_range("--stream-id", args.stream_id, 0, 65535)
+    _check_range("--batch", args.batch, 1, 64, " frames per call")
+    _check_range("--burst-frames", args.burst_frames, 1, 65536)
+    _check_range("--seed", args.seed, 0, 2**64 - 1)
+    _check_interface(args.interface, args.mode)
+    frame = frame_bytes(args.frame_size)
     if args.duration is None and args.count is None:
         raise UsageError("give --duration SECONDS or --count FRAMES (or both) to say when to stop")
+    seconds("--duration", args.duration)
+    if args.count is not None:
+        _check_range("--count", args.count, 1, MAX_COUNT, " frames")
     if args.max_rate:
         rate: object = "max"
-    elif args.rate_l1:
-        rate = {"l1_bits_per_sec": parse_si(args.rate_l1, "--rate-l1")}
-    elif args.rate_l2:
-        rate = {"l2_bits_per_sec": parse_si(args.rate_l2, "--rate-l2")}
     else:
-        rate = {"frames_per_sec": parse_si(args.rate_fps, "--rate-fps")}
+        option, key, text = next((f"--{name.replace('_', '-')}", key, getattr(args, name)) for name, key in RATE_KEYS
+                                 if getattr(args, name))
+        fps = frames_per_second(option, text, frame)
+        rate = {key: parse_si(text, option)}
+        if args.duration is None and args.count / fps > MAX_SECONDS:
+            raise UsageError(f"--count {args.count} at {fps:.3g} frames/s takes {args.count / fps:.3g} s, more than "
+                             f"a week ({MAX_SECONDS} s); lower --count, raise the rate or give --duration")
     pattern: dict = {"kind": args.pattern}
     if args.pattern == "bursts":
         pattern["frames"] = args.burst_frames
@@ -176,7 +236,7 @@ def _send(args: argparse.Namespace) -> int:
         pattern["seed"] = args.seed
     config = {
         "mode": args.mode, "destination": args.dst, "port": args.port, "source_port": args.source_port,
-        "interface": args.interface, "dst_mac": args.dst_mac, "frame_size": args.frame_size, "rate": rate,
+        "interface": args.interface, "dst_mac": args.dst_mac, "frame_size": frame, "rate": rate,
         "pattern": pattern, "duration_s": args.duration, "count": args.count, "stream_id": args.stream_id,
         "batch": args.batch, "gso": args.gso,
         "impair": {"drop": args.impair_drop, "duplicate": args.impair_duplicate, "swap": args.impair_swap},
@@ -197,11 +257,23 @@ def _send(args: argparse.Namespace) -> int:
 
 
 def _recv(args: argparse.Namespace) -> int:
-    _check_port(args.port, "port")
+    if args.output:
+        output_file(args.output, "--output")
+    _check_port(args.port, "--port", low=1)
+    _check_interface(args.interface, args.mode)
+    if args.mode == "udp":
+        _check_bind(args.bind)
+    elif args.bind is not None:
+        raise UsageError(f"--bind {shown(args.bind)} is for UDP mode only (raw mode listens on --interface)")
+    seconds("--duration", args.duration)
+    seconds("--idle", args.idle)
+    seconds("--interval", args.interval, high=24 * 3600)
+    if args.interval_frames is not None:
+        _check_range("--interval-frames", args.interval_frames, 1, MAX_COUNT, " sequence numbers")
     config = {
         "mode": args.mode, "port": args.port, "bind": args.bind, "interface": args.interface,
         "duration_s": args.duration, "interval_s": args.interval, "linger_s": args.linger,
-        "idle_s": args.idle, "gro": not args.no_gro,
+        "idle_s": args.idle, "gro": not args.no_gro, "interval_frames": args.interval_frames,
     }
     report = gen.run_receiver(config, progress=_progress("received", None), stop_on_interrupt=True)
     if sys.stderr.isatty():
@@ -222,6 +294,8 @@ def _recv(args: argparse.Namespace) -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
+    if args.output:
+        output_file(args.output, "--output")
     records: list[TrafficRecord] = []
     for path in args.files:
         records.extend(importer.import_file(path))

@@ -25,6 +25,8 @@ def _run(
         runner = cls(json.dumps(config))
     except ValueError as err:
         raise UsageError(str(err)) from None
+    except OSError as err:  # setting up: no such interface, address in use, no permission
+        raise UsageError(err.strerror or str(err)) from None
     try:
         while not runner.step(STEP_S):
             if progress is not None:

@@ -7,11 +7,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from frerlab.errors import UsageError
+from frerlab.sim.units import shown
 from frerlab.traffic import gen
 from frerlab.traffic.record import TrafficRecord
 from frerlab.traffic.tools import iperf3, sockperf
 from frerlab.traffic.tools.base import ParseError
+from frerlab.yamlfile import describe_error
 
 
 def _from_json(doc: object, text: str, source: str) -> list[TrafficRecord]:
@@ -24,6 +28,19 @@ def _from_json(doc: object, text: str, source: str) -> list[TrafficRecord]:
     raise ParseError(f"{source}: JSON, but neither iperf3 --json output nor a frerlab gen report")
 
 
+def _check_numbers(value: object, where: str = "") -> None:
+    """Raises ParseError naming the first number in a JSON document that no tool writes: not
+    finite, or beyond 2^64 in size."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _check_numbers(item, f"{where}.{key}" if where else str(key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _check_numbers(item, f"{where}.{i}")
+    elif isinstance(value, (int, float)) and not isinstance(value, bool) and not abs(value) < 2**64:
+        raise ParseError(f"{where}: {shown(value)} is out of range (a finite number below 2^64)")
+
+
 def _interval_of(report: dict) -> float:
     for stream in report["streams"]:
         starts = [i["start_ns"] for i in stream["intervals"]]
@@ -33,8 +50,9 @@ def _interval_of(report: dict) -> float:
 
 
 def import_file(path: Path) -> list[TrafficRecord]:
-    """Records from one result file; raises UsageError naming the file if it is unreadable or
-    of no known format."""
+    """Records from one result file; raises UsageError naming the file if it is unreadable, of
+    no known format, or holds values no tool writes (negative counts, numbers beyond 2^64 or
+    not finite)."""
     path = Path(path)
     try:
         text = path.read_text(errors="replace")
@@ -44,11 +62,19 @@ def import_file(path: Path) -> list[TrafficRecord]:
     try:
         stripped = text.lstrip()
         if stripped.startswith("{"):
-            return _from_json(json.loads(text), text, source)
+            doc = json.loads(text)
+            _check_numbers(doc)
+            return _from_json(doc, text, source)
         if "sockperf" in text or "txTime(sec)" in text:
             return sockperf.parse_file(path)
+    except ValidationError as err:  # a value out of range: negative, too large, not finite
+        raise UsageError(describe_error(err, source)) from None
     except (ParseError, json.JSONDecodeError) as err:
         raise UsageError(f"{path}: {err}") from None
+    except KeyError as err:
+        raise UsageError(f"{path}: field {err.args[0]!r} is missing (the file is not complete tool output)") from None
+    except (TypeError, ValueError, IndexError, AttributeError, OverflowError, ZeroDivisionError) as err:
+        raise UsageError(f"{path}: a value is not of the kind the tool writes ({err})") from None
     raise UsageError(
         f"{path}: format not recognised (known: iperf3 --json output, sockperf output or --full-log, "
         "frerlab gen reports)"

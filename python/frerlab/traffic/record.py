@@ -12,62 +12,71 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 LatencyKind = Literal["one_way", "rtt", "rtt_half"]
+# Counts and sizes are whole numbers of 0..2^64-1, and every number is finite: records built
+# from files (`frerlab import`) refuse anything else, naming the field.
+Count = Annotated[int, Field(ge=0, lt=2**64)]
+Amount = Annotated[float, Field(ge=0)]
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(allow_inf_nan=False)
 
 L1_OVERHEAD = 20
 UDP_OVERHEAD = 46
 
 
-class Latency(BaseModel):
-    """Latency statistics in microseconds."""
+class Latency(_Record):
+    """Latency statistics in microseconds (one-way latency may be negative between hosts
+    whose clocks disagree)."""
 
     kind: LatencyKind = Field(description="one_way, rtt (full round trip) or rtt_half (RTT/2)")
-    samples: int | None = None
+    samples: Count | None = None
     min_us: float | None = None
     max_us: float | None = None
     mean_us: float | None = None
-    stddev_us: float | None = None
+    stddev_us: Amount | None = None
     percentiles_us: dict[str, float] = Field(default_factory=dict, description='e.g. {"99.9": 12.5}')
 
 
-class Interval(BaseModel):
+class Interval(_Record):
     """One row of a per-interval series."""
 
-    start_s: float
-    duration_s: float
-    frames: int | None = None
-    payload_bps: float | None = None
-    lost: int | None = None
-    duplicates: int | None = None
-    reordered: int | None = None
+    start_s: Amount
+    duration_s: Amount
+    frames: Count | None = None
+    payload_bps: Amount | None = None
+    lost: Count | None = None
+    duplicates: Count | None = None
+    reordered: Count | None = None
     latency: Latency | None = None
 
 
-class TrafficRecord(BaseModel):
+class TrafficRecord(_Record):
     """One measured stream or test, from any tool."""
 
     tool: str = Field(description="frerlab-gen, iperf3, sockperf or mausezahn")
     test: str = Field(description="e.g. udp, tcp, ping-pong, under-load, throughput, send-only")
     source: str | None = Field(None, description="the file or command the record came from")
-    stream_id: int | None = None
-    frame_size: int | None = Field(None, description="Ethernet frame bytes, FCS included")
-    payload_size: int | None = Field(None, description="UDP/TCP payload bytes per message")
-    duration_s: float | None = None
-    sent: int | None = None
-    received: int | None = None
-    lost: int | None = None
-    loss_percent: float | None = None
-    duplicates: int | None = None
-    reordered: int | None = None
-    frames_per_s: float | None = None
-    payload_bps: float | None = Field(None, description="payload bits per second (goodput)")
-    l2_bps: float | None = Field(None, description="frame bits per second, FCS included")
-    l1_bps: float | None = Field(None, description="with 20 bytes preamble and gap per frame")
-    jitter_ms: float | None = Field(None, description="RFC 3550 smoothed jitter (iperf3), not latency")
+    stream_id: Count | None = None
+    frame_size: Count | None = Field(None, description="Ethernet frame bytes, FCS included")
+    payload_size: Count | None = Field(None, description="UDP/TCP payload bytes per message")
+    duration_s: Amount | None = None
+    sent: Count | None = None
+    received: Count | None = None
+    lost: Count | None = None
+    loss_percent: Amount | None = None
+    duplicates: Count | None = None
+    reordered: Count | None = None
+    frames_per_s: Amount | None = None
+    payload_bps: Amount | None = Field(None, description="payload bits per second (goodput)")
+    l2_bps: Amount | None = Field(None, description="frame bits per second, FCS included")
+    l1_bps: Amount | None = Field(None, description="with 20 bytes preamble and gap per frame")
+    jitter_ms: Amount | None = Field(None, description="RFC 3550 smoothed jitter (iperf3), not latency")
     latency: Latency | None = None
     intervals: list[Interval] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)

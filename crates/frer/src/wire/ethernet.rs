@@ -285,8 +285,7 @@ pub struct Frame<T: AsRef<[u8]>> {
 impl<T: AsRef<[u8]>> Frame<T> {
     /// Reads the L2 header of `buffer`.
     ///
-    /// An R-TAG whose reserved field is not 0 is accepted here (it is still the same stream);
-    /// [`rtag::RtagRepr::parse`] reports it.
+    /// An R-TAG's reserved field is ignored (802.1CB 7.8: sent as 0, ignored on receipt).
     ///
     /// # Errors
     /// [`WireError::Truncated`] if the buffer ends inside the Ethernet header, a VLAN tag or
@@ -450,21 +449,15 @@ pub struct FrameRepr {
 
 impl FrameRepr {
     /// Reads the header values of a checked frame.
-    ///
-    /// # Errors
-    /// [`WireError::RtagReserved`] if the frame's R-TAG has a non-zero reserved field.
-    pub fn parse<T: AsRef<[u8]>>(frame: &Frame<T>) -> Result<FrameRepr, WireError> {
-        let rtag = match frame.rtag() {
-            Some(tag) => Some(rtag::RtagRepr::parse(&tag)?.seq),
-            None => None,
-        };
-        Ok(FrameRepr {
+    pub fn parse<T: AsRef<[u8]>>(frame: &Frame<T>) -> FrameRepr {
+        let rtag = frame.rtag().map(|tag| rtag::RtagRepr::parse(&tag).seq);
+        FrameRepr {
             dst_addr: frame.dst_addr(),
             src_addr: frame.src_addr(),
             vlan_tags: frame.vlan_tags(),
             rtag,
             ethertype: frame.ethertype(),
-        })
+        }
     }
 
     /// Bytes the header takes: 14, plus 4 per VLAN tag, plus 6 for an R-TAG.
@@ -537,7 +530,7 @@ mod tests {
         assert_eq!(&frame.payload()[..2], &[0xde, 0xad]);
         assert_eq!(&frame.msdu()[..3], &[0x08, 0x00, 0xde]);
 
-        let repr = FrameRepr::parse(&frame).unwrap();
+        let repr = FrameRepr::parse(&frame);
         assert_eq!(repr.buffer_len(), 28);
         let mut out = DOUBLE_TAGGED_RTAG;
         out[..28].fill(0);

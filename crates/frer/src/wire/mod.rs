@@ -35,9 +35,6 @@ pub enum WireError {
         len: usize,
         needed: usize,
     },
-    /// An R-TAG whose reserved field is not 0: an encoding error
-    /// (frerCpsSeqEncErroredPackets, 802.1CB clause 10), not a sequence number.
-    RtagReserved { reserved: u16 },
     /// `pop_rtag` found this EtherType where the R-TAG should stand.
     NoRtag { ethertype: EtherType },
     /// `push_rtag` was given a frame that already carries an R-TAG with this sequence number.
@@ -92,16 +89,15 @@ impl Header {
 }
 
 impl WireError {
-    /// Whether this is an R-TAG that cannot be read (cut short, or reserved field not 0): what
+    /// Whether this is an R-TAG that cannot be read (cut short by the end of the frame): what
     /// frerCpsSeqEncErroredPackets counts (802.1CB 10.8).
     pub fn is_encoding_error(&self) -> bool {
         matches!(
             self,
-            WireError::RtagReserved { .. }
-                | WireError::Truncated {
-                    header: Header::Rtag,
-                    ..
-                }
+            WireError::Truncated {
+                header: Header::Rtag,
+                ..
+            }
         )
     }
 }
@@ -112,9 +108,6 @@ impl fmt::Display for WireError {
             WireError::Truncated { header, len, needed } => {
                 let (unit, name) = header.unit_and_name();
                 write!(f, "{unit} of {len} bytes is shorter than {name} ({needed} bytes)")
-            }
-            WireError::RtagReserved { reserved } => {
-                write!(f, "R-TAG reserved field is 0x{reserved:04X} (must be 0)")
             }
             WireError::NoRtag { ethertype } => write!(
                 f,
@@ -196,10 +189,6 @@ mod tests {
         assert_eq!(
             short.to_string(),
             "frame of 10 bytes is shorter than an Ethernet header (14 bytes)"
-        );
-        assert_eq!(
-            WireError::RtagReserved { reserved: 1 }.to_string(),
-            "R-TAG reserved field is 0x0001 (must be 0)"
         );
         assert_eq!(
             WireError::NoRtag {

@@ -8,9 +8,9 @@
 //! | 0xF1C1 | reserved | sequence_number | EtherType | payload ...
 //! ```
 //!
-//! The reserved field is sent as 0; a received non-zero value is an encoding error
-//! ([`WireError::RtagReserved`], counted as frerCpsSeqEncErroredPackets), not a sequence
-//! number. Adding a tag makes a frame 6 bytes longer (a 1518-byte frame becomes 1524).
+//! The reserved field is sent as 0 and ignored on receipt (docs/8021cb-decisions.md): a tag
+//! with other bits there still carries its sequence number. Adding a tag makes a frame 6 bytes
+//! longer (a 1518-byte frame becomes 1524).
 //! Buffers hold frames without FCS, as the kernel and pcap see them; no padding is added or
 //! removed.
 
@@ -112,17 +112,11 @@ pub struct RtagRepr {
 }
 
 impl RtagRepr {
-    /// Reads a tag.
-    ///
-    /// # Errors
-    /// [`WireError::RtagReserved`] if the reserved field is not 0.
-    pub fn parse<T: AsRef<[u8]>>(tag: &Tag<T>) -> Result<RtagRepr, WireError> {
-        match tag.reserved() {
-            0 => Ok(RtagRepr {
-                seq: tag.seq_num(),
-                next_ethertype: tag.next_ethertype(),
-            }),
-            reserved => Err(WireError::RtagReserved { reserved }),
+    /// Reads a tag, whatever its reserved field holds.
+    pub fn parse<T: AsRef<[u8]>>(tag: &Tag<T>) -> RtagRepr {
+        RtagRepr {
+            seq: tag.seq_num(),
+            next_ethertype: tag.next_ethertype(),
         }
     }
 
@@ -159,7 +153,7 @@ fn existing_tag(frame: &[u8]) -> Result<(usize, SeqNum), WireError> {
     let tag = frame.rtag().ok_or(WireError::NoRtag {
         ethertype: frame.ethertype(),
     })?;
-    let repr = RtagRepr::parse(&tag)?;
+    let repr = RtagRepr::parse(&tag);
     Ok((frame.tag_offset(), repr.seq))
 }
 
@@ -201,8 +195,7 @@ pub fn push_rtag_in_place(frame: &mut Vec<u8>, seq: SeqNum) -> Result<(), WireEr
 ///
 /// # Errors
 /// [`WireError::Truncated`] for a frame that ends inside a header; [`WireError::NoRtag`] if
-/// no R-TAG follows the VLAN tags; [`WireError::RtagReserved`] if the tag's reserved field is
-/// not 0.
+/// no R-TAG follows the VLAN tags.
 pub fn pop_rtag(frame: &[u8]) -> Result<(SeqNum, Vec<u8>), WireError> {
     let (at, seq) = existing_tag(frame)?;
     let mut untagged = Vec::with_capacity(frame.len() - RTAG_LEN);
@@ -264,7 +257,7 @@ mod tests {
         let tag = Tag::new_checked(&TAGGED[12..]).unwrap();
         assert_eq!(tag.tag_type(), EtherType::RTAG);
         assert_eq!(tag.reserved(), 0);
-        let repr = RtagRepr::parse(&tag).unwrap();
+        let repr = RtagRepr::parse(&tag);
         assert_eq!(
             repr,
             RtagRepr {
@@ -281,18 +274,13 @@ mod tests {
     }
 
     #[test]
-    fn nonzero_reserved_field_is_an_encoding_error() {
-        let mut bad = TAGGED;
-        bad[15] = 0x01;
-        let err = pop_rtag(&bad).unwrap_err();
-        assert_eq!(err, WireError::RtagReserved { reserved: 1 });
-        assert_eq!(
-            err.to_string(),
-            "R-TAG reserved field is 0x0001 (must be 0)"
-        );
-        let mut frame = bad.to_vec();
-        assert!(pop_rtag_in_place(&mut frame).is_err());
-        assert_eq!(frame, bad, "a failed pop leaves the frame alone");
+    fn a_nonzero_reserved_field_is_ignored_on_receipt() {
+        let mut odd = TAGGED;
+        odd[14] = 0x80;
+        odd[15] = 0x01;
+        let (seq, popped) = pop_rtag(&odd).unwrap();
+        let (expected_seq, expected) = pop_rtag(&TAGGED).unwrap();
+        assert_eq!((seq, popped), (expected_seq, expected));
     }
 
     #[test]

@@ -91,9 +91,11 @@ def parse(text: str, source: str | None = None) -> list[TrafficRecord]:
         sent_side, received_side = end.get("sum_sent", end["sum"]), end.get("sum_received", end["sum"])
         sent, lost = sent_side.get("packets"), received_side.get("lost_packets")
         seconds = received_side.get("seconds") or test.get("duration")
-        received = sent - lost if sent is not None and lost is not None else None
         if lost is not None and lost < 0:
-            warnings.append(f"iperf3 reported {lost} lost packets (negative: its counters disagree)")
+            warnings.append(f"iperf3 reported {lost} lost packets (negative: its counters disagree); "
+                            "loss is left unknown")
+            lost = None
+        received = sent - lost if sent is not None and lost is not None else None
         reordered = sum(st["udp"].get("out_of_order", 0) for st in end.get("streams", []) if "udp" in st)
         frame = payload + UDP_OVERHEAD if payload else None
         return [TrafficRecord(
@@ -105,6 +107,8 @@ def parse(text: str, source: str | None = None) -> list[TrafficRecord]:
         ).with_rates()]
     received = end.get("sum_received", {})
     sent = end.get("sum_sent", {})
+    if not received and not sent:
+        raise ParseError(f"{where}: iperf3 TCP output without 'sum_sent' or 'sum_received' in 'end'")
     if sent.get("retransmits"):
         warnings.append(f"{sent['retransmits']} TCP retransmits")
     return [TrafficRecord(
