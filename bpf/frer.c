@@ -111,6 +111,7 @@ struct frame {
 	__u32 len;         /* bytes copied into hdr */
 	__u16 l2_end;      /* offset of the R-TAG (or where one would go): after MACs and tags */
 	__u16 vid;         /* outer VLAN ID (host order) */
+	__u8 pcp;          /* outer VLAN tag's priority (PCP) */
 	__u8 vlan;         /* a VLAN tag is present (in the frame or in skb metadata) */
 	__u8 rtag;         /* an R-TAG is present */
 	__u8 rtag_bad;     /* an R-TAG is cut short by the end of the frame */
@@ -217,6 +218,7 @@ static __always_inline enum parse_result parse(struct __sk_buff *skb, struct fra
 	f->len = len;
 	f->vlan = 0;
 	f->vid = 0;
+	f->pcp = 0;
 	f->rtag = 0;
 	f->rtag_bad = 0;
 	f->seq = 0;
@@ -233,6 +235,7 @@ static __always_inline enum parse_result parse(struct __sk_buff *skb, struct fra
 	if (skb->vlan_present) {
 		f->vlan = 1;
 		f->vid = skb->vlan_tci & 0x0fff;
+		f->pcp = skb->vlan_tci >> 13;
 	}
 	etype = hdr_u16(f, off);
 	/* up to two VLAN tags inside the frame (the outer one identifies) */
@@ -244,6 +247,7 @@ static __always_inline enum parse_result parse(struct __sk_buff *skb, struct fra
 		if (!f->vlan) {
 			f->vlan = 1;
 			f->vid = hdr_u16(f, off + 2) & 0x0fff;
+			f->pcp = hdr_u16(f, off + 2) >> 13;
 		}
 		off += 4;
 		etype = hdr_u16(f, off);
@@ -525,38 +529,36 @@ out:
 
 /* ---- frame surgery ---- */
 
-/* Insert an R-TAG with seq at f->l2_end. */
+/* Writes the frame's first `len` bytes as parsed (its MACs and in-frame VLAN tags) and an
+ * R-TAG with seq after them, in one store at the front of a frame that has `FRER_RTAG_LEN`
+ * bytes more room there; `len` is a constant where it is inlined. */
+static __always_inline int store_tagged_head(struct __sk_buff *skb, const struct frame *f,
+					     __u16 seq, const __u32 len)
+{
+	__u8 head[20 + FRER_RTAG_LEN] = {};
+
+	__builtin_memcpy(head, f->hdr, len);
+	head[len] = FRER_RTAG_ETHERTYPE >> 8;
+	head[len + 1] = FRER_RTAG_ETHERTYPE & 0xff;
+	head[len + 4] = seq >> 8;
+	head[len + 5] = seq & 0xff;
+	return bpf_skb_store_bytes(skb, 0, head, len + FRER_RTAG_LEN, 0);
+}
+
+/* Insert an R-TAG with seq at f->l2_end: the front grows by the tag, and the MACs and any
+ * in-frame VLAN tags, followed by the tag (EtherType F1C1, reserved 0, sequence number), are
+ * written there in one store; the original EtherType follows. */
 static __always_inline int rtag_push(struct __sk_buff *skb, const struct frame *f, __u16 seq)
 {
-	__u8 l2[16];
-	__u32 l2_len = f->l2_end;
-	__u8 tag[4] = { FRER_RTAG_ETHERTYPE >> 8, FRER_RTAG_ETHERTYPE & 0xff, 0, 0 };
-	__be16 seq_be = bpf_htons(seq);
-
-	if (l2_len != 12 && l2_len != 16 && l2_len != 20)
+	if (f->l2_end != 12 && f->l2_end != 16 && f->l2_end != 20)
 		return -1;
 	if (bpf_skb_change_head(skb, FRER_RTAG_LEN, 0))
 		return -1;
-	/* the MACs and any in-frame VLAN tags move to the new front */
-	if (bpf_skb_load_bytes(skb, FRER_RTAG_LEN, l2, 12))
-		return -1;
-	if (bpf_skb_store_bytes(skb, 0, l2, 12, 0))
-		return -1;
-	if (l2_len > 12) {
-		if (bpf_skb_load_bytes(skb, FRER_RTAG_LEN + 12, l2, 4) ||
-		    bpf_skb_store_bytes(skb, 12, l2, 4, 0))
-			return -1;
-	}
-	if (l2_len > 16) {
-		if (bpf_skb_load_bytes(skb, FRER_RTAG_LEN + 16, l2, 4) ||
-		    bpf_skb_store_bytes(skb, 16, l2, 4, 0))
-			return -1;
-	}
-	/* EtherType F1C1, reserved 0, sequence number; the original EtherType follows */
-	if (bpf_skb_store_bytes(skb, l2_len, tag, 4, 0) ||
-	    bpf_skb_store_bytes(skb, l2_len + 4, &seq_be, 2, 0))
-		return -1;
-	return 0;
+	if (f->l2_end == 12)
+		return store_tagged_head(skb, f, seq, 12);
+	if (f->l2_end == 16)
+		return store_tagged_head(skb, f, seq, 16);
+	return store_tagged_head(skb, f, seq, 20);
 }
 
 /* A VLAN tag as skb metadata holds it (the VLAN helpers' arguments). */
@@ -636,20 +638,29 @@ static __always_inline int rtag_pop(struct __sk_buff *skb, const struct frame *f
 /* The destination MAC and VLAN a frame had before any copy was rewritten. */
 struct l2_original {
 	__u8 dmac[6];
-	__u8 vlan;
-	__u16 tci;
+	__u8 vlan;       /* a VLAN tag in skb metadata */
+	__u16 tci;       /* its TCI */
+	int pcp;         /* the PCP of the outer tag, in metadata or in the frame; -1: untagged */
+	__u32 priority;  /* skb->priority */
 };
 
-/* The traffic class (PCP, 0..7) a frame without a VLAN tag carries on this host: its
- * skb->priority when that is a PCP, else 0 (a port's default priority when none is set). */
-static __always_inline __u16 untagged_pcp(const struct __sk_buff *skb)
+/* The PCP of the outer VLAN tag a copy leaves with, or -1 for an untagged copy: the tag an
+ * active identity gives it carries the configured priority, else the frame's class (its tag's
+ * PCP, or its skb->priority when that is a PCP and it had no tag, else 0); without one the
+ * copy keeps the frame's own tag. */
+static __always_inline int copy_pcp(const struct frer_output *o, const struct l2_original *orig)
 {
-	return skb->priority < 8 ? skb->priority : 0;
+	if (!(o->flags & FRER_OUT_SET_VID))
+		return orig->pcp;
+	if (o->flags & FRER_OUT_SET_PCP)
+		return o->pcp & 7;
+	if (orig->pcp >= 0)
+		return orig->pcp;
+	return orig->priority < 8 ? orig->priority : 0;
 }
 
 /* Give this copy its own destination MAC / VID / PCP (active stream identification), or the
- * original ones back if an earlier copy changed them. A tag pushed without a configured PCP
- * keeps the frame's class: its tag's PCP, or its skb->priority if it had no tag. */
+ * original ones back if an earlier copy changed them. */
 static __always_inline int output_rewrite(struct __sk_buff *skb, const struct frer_output *o,
 					  const struct l2_original *orig, int *dirty)
 {
@@ -661,12 +672,11 @@ static __always_inline int output_rewrite(struct __sk_buff *skb, const struct fr
 		return -1;
 	}
 	if (o->flags & FRER_OUT_SET_VID) {
-		__u16 pcp = (o->flags & FRER_OUT_SET_PCP) ? (__u16)(o->pcp & 7) << 13
-			    : orig->vlan ? orig->tci & 0xe000 : untagged_pcp(skb) << 13;
+		__u16 tci = (__u16)copy_pcp(o, orig) << 13 | (o->vid & 0x0fff);
 
 		if (skb->vlan_present && bpf_skb_vlan_pop(skb))
 			return -1;
-		if (bpf_skb_vlan_push(skb, bpf_htons(ETH_P_8021Q), pcp | (o->vid & 0x0fff)))
+		if (bpf_skb_vlan_push(skb, bpf_htons(ETH_P_8021Q), tci))
 			return -1;
 		*dirty = 1;
 	} else if (*dirty) {
@@ -676,23 +686,6 @@ static __always_inline int output_rewrite(struct __sk_buff *skb, const struct fr
 			return -1;
 	}
 	return 0;
-}
-
-/* skb->priority of a copy leaving the FRER functions: the PCP of its outer VLAN tag (in skb
- * metadata or in the frame), so a qdisc on the output port (mqprio, taprio, CBS, HTB by
- * priority) sees its traffic class. An untagged copy keeps the priority it has. */
-static __always_inline void copy_priority(struct __sk_buff *skb)
-{
-	__u8 tag[4];
-
-	if (skb->vlan_present) {
-		skb->priority = skb->vlan_tci >> 13;
-		return;
-	}
-	if (bpf_skb_load_bytes(skb, 12, tag, 4))
-		return;
-	if ((tag[0] == 0x81 && tag[1] == 0x00) || (tag[0] == 0x88 && tag[1] == 0xa8))
-		skb->priority = tag[2] >> 5;
 }
 
 static __always_inline struct frer_port_stats *port_stats_of(__u32 port)
@@ -725,19 +718,23 @@ struct recovery_ctx {
  * up to the stack (FRER_OUT_LOCAL on ingress; once more through the port's ingress if its
  * R-TAG was removed, because the kernel still takes it for an R-TAG frame) or, for a frame the
  * host sends, out of the port it was sent to when that is its output port. A copy is counted
- * as output once it was handed to the port (the last one: once redirected). */
-static __always_inline int send_copies(struct __sk_buff *skb, const struct frer_stream *st,
-				       __u32 stream, struct frer_port_stats *ps, __u8 direction,
-				       int popped, const struct recovery_ctx *rc)
+ * as output once it was handed to the port (the last one: once redirected). Each copy's
+ * skb->priority is the PCP of the VLAN tag it leaves with, so a qdisc on the output port
+ * (mqprio, taprio, CBS, HTB by priority) sees its traffic class; an untagged copy keeps the
+ * frame's priority. */
+static __always_inline int send_copies(struct __sk_buff *skb, const struct frame *f,
+				       const struct frer_stream *st, __u32 stream,
+				       struct frer_port_stats *ps, __u8 direction, int popped,
+				       const struct recovery_ctx *rc)
 {
 	__u32 n = st->n_outputs;
-	struct l2_original orig = { .vlan = skb->vlan_present, .tci = skb->vlan_tci };
+	struct l2_original orig = { .vlan = skb->vlan_present, .tci = skb->vlan_tci,
+				    .pcp = f->vlan ? f->pcp : -1, .priority = skb->priority };
 	int dirty = 0;
 
 	if (n == 0 || n > FRER_MAX_OUTPUTS)
 		return TC_ACT_SHOT;
-	if (bpf_skb_load_bytes(skb, 0, orig.dmac, 6))
-		return TC_ACT_SHOT;
+	__builtin_memcpy(orig.dmac, f->hdr, 6);
 	for (__u32 i = 0; i < FRER_MAX_OUTPUTS; i++) {
 		if (i >= n)
 			break;
@@ -745,7 +742,7 @@ static __always_inline int send_copies(struct __sk_buff *skb, const struct frer_
 		__u32 out_port = o->port % FRER_MAX_PORTS;
 		int local = o->flags & FRER_OUT_LOCAL;
 		struct frer_stream_port_stats *sp = local ? 0 : sp_stats_of(stream, out_port);
-		int last = i + 1 == n;
+		int last = i + 1 == n, pcp;
 
 		if (!local && (st->rcvy_ports & (1u << out_port)) &&
 		    frer_recover(rc->base + 1 + out_port, rc->has_seq, rc->seq, rc->now) == VERDICT_DISCARD) {
@@ -761,7 +758,8 @@ static __always_inline int send_copies(struct __sk_buff *skb, const struct frer_
 			ps->tx_errors++;
 			continue;
 		}
-		copy_priority(skb);
+		pcp = copy_pcp(o, &orig);
+		skb->priority = pcp >= 0 ? pcp : orig.priority;
 		if (last) {
 			if (sp)
 				sp->output++;
@@ -809,11 +807,12 @@ static __always_inline int plain_forward(struct __sk_buff *skb, const struct fre
 			return bpf_redirect(*ifindex, 0);
 	}
 	for (__u32 p = 0; p < FRER_MAX_PORTS; p++) {
+		__u32 key = p; /* p itself stays in a register, where the verifier sees it grow */
 		__u32 *ifindex;
 
 		if (p == port || !(s->bridge_ports & (1u << p)))
 			continue;
-		ifindex = bpf_map_lookup_elem(&ifindex_of_port, &p);
+		ifindex = bpf_map_lookup_elem(&ifindex_of_port, &key);
 		if (ifindex && bpf_clone_redirect(skb, *ifindex, 0))
 			ps->tx_errors++;
 	}
@@ -938,7 +937,7 @@ static __always_inline int frer_frame(struct __sk_buff *skb, __u32 ifindex, __u8
 			goto tx_error;
 		popped = 1;
 	}
-	return send_copies(skb, st, stream, ps, direction, popped, &rc);
+	return send_copies(skb, f, st, stream, ps, direction, popped, &rc);
 tx_error:
 	ps->tx_errors++;
 	return TC_ACT_SHOT;
