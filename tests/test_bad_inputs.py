@@ -9,8 +9,10 @@ Every command runs as the real `frerlab` CLI with its state directories in a san
 
 from __future__ import annotations
 
+import json
 import os
 import string
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -266,6 +268,30 @@ def test_down_all_removes_only_valid_names_inside_the_state_directory(sandbox, t
     assert (run / "dataplane" / "..json").exists()
     for path in keep[2:]:
         assert path.exists(), f"{path} was removed by `dataplane down --all`"
+
+
+def test_a_damaged_state_file_is_refused_by_stats_and_removed_by_down(tmp_path):
+    """A state file `up` never wrote whole (a full disk, a crash of the machine): stats says so
+    in one line; down removes it, and does not signal the process whose pid it names unless
+    that is the data plane's latent error monitor (a pid can belong to anything by then)."""
+    run = tmp_path / "run"
+    (run / "dataplane").mkdir(parents=True)
+    (run / "dataplane" / "torn.json").write_text('{"name": "torn", "netns": null, "att')
+    assert_refused(["dataplane", "stats", "--name", "torn"], ["state file of data plane 'torn'", "is damaged"], run)
+    down = run_cli(["dataplane", "down", "--name", "torn"], run)
+    assert down.returncode == 0 and "is damaged" in down.stderr and "Traceback" not in down.stderr
+    assert not (run / "dataplane" / "torn.json").exists()
+    bystander = subprocess.Popen(["sleep", "30"])
+    try:
+        (run / "dataplane").mkdir(parents=True, exist_ok=True)
+        (run / "dataplane" / "stale.json").write_text(json.dumps(
+            {"name": "stale", "netns": None, "attached": [], "monitor_pid": bystander.pid}))
+        down = run_cli(["dataplane", "down", "--name", "stale"], run)
+        assert down.returncode == 0, down.stderr
+        assert bystander.poll() is None, "down killed a process that was not its monitor"
+    finally:
+        bystander.kill()
+        bystander.wait()
 
 
 def test_inside_refuses_every_path_that_leaves_its_directory(tmp_path):

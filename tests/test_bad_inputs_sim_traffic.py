@@ -193,7 +193,7 @@ IMPORT_ROWS = [
     ("gen-streams-not-a-list", json.dumps({"streams": 5, "ignored": 0}), ["a value is not of the kind the tool writes"]),
     ("sockperf-huge", (FIXTURES / "sockperf_underload_64B.txt").read_text().replace(
         "[Valid Duration] RunTime=2.500 sec; SentMessages=12501", "[Valid Duration] RunTime=2.500 sec; SentMessages=1" + "0" * 30),
-     ["sent: Input should be less than 18446744073709551616 (got 1000000000000000000000000000000)"]),
+     ["sent: Input should be less than 18446744073709551616 (got <a 31-digit number>)"]),
 ]
 
 

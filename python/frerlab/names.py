@@ -15,6 +15,7 @@ temporary directory).
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from pathlib import Path
@@ -34,7 +35,9 @@ _SHOWN_CHARS = 200
 
 
 def shown(value: object) -> str:
-    """`value` as an error message shows it: repr, cut if long."""
+    """`value` as an error message shows it: repr, cut if long; a huge number by its digits."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+        return f"<a {int(value.bit_length() * math.log10(2)) + 1}-digit number>"  # str() refuses > 4300
     text = repr(value)
     return text if len(text) <= _SHOWN_CHARS else f"{text[:_SHOWN_CHARS - 20]}... ({len(str(value))} characters)"
 

@@ -23,6 +23,15 @@ def alive(pid: int) -> bool:
         return False
 
 
+def command_line(pid: int) -> list[bytes]:
+    """The argv of process `pid`; empty when it is gone. Check it before stopping a process
+    whose pid was written down earlier: the pid may belong to another process by now."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return []
+
+
 def stop(pids: list[int], timeout_s: float = 3.0) -> None:
     """Stops every process of `pids` (SIGTERM, then SIGKILL after `timeout_s`) and waits until
     it is gone; quiet about processes that ended already."""

@@ -63,6 +63,8 @@ def _show(value: object) -> str:
     """A value from the file as an error message may show it."""
     if isinstance(value, str) and len(value) > MAX_SHOWN:
         return f"(a text of {len(value)} characters)"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return shown(value)
     return repr(value) if isinstance(value, (bool, int, float, str)) or value is None else f"a {type(value).__name__}"
 
 

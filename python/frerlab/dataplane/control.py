@@ -52,12 +52,16 @@ def log_path(name: str) -> Path:
 
 
 def read_state(name: str) -> dict:
-    """The state of running data plane `name`; UsageError naming the running ones otherwise."""
+    """The state of running data plane `name`; UsageError naming the running ones otherwise,
+    or saying that its state file is damaged."""
     try:
         return json.loads(state_path(name).read_text())
     except FileNotFoundError:
         running = ", ".join(running_names()) or "none"
         raise UsageError(f"no data plane named {name!r} is up (running: {running})") from None
+    except (ValueError, UnicodeDecodeError):
+        raise UsageError(f"the state file of data plane {name!r} ({state_path(name)}) is damaged; "
+                         f"`frerlab dataplane down --name {name}` removes what it can") from None
 
 
 def running_names() -> list[str]:
@@ -154,10 +158,16 @@ def down(name: str) -> bool:
     run left. Returns whether anything was there."""
     path, pins = state_path(name), pin_path(name)
     found = path.exists() or pins.exists()
+    state = None
     if path.exists():
-        state = json.loads(path.read_text())
-        if state.get("monitor_pid"):
-            processes.stop([state["monitor_pid"]])
+        try:
+            state = read_state(name)
+        except UsageError as damaged:  # its pins and files still go; what it attached may stay
+            print(f"warning: {damaged}", file=sys.stderr)
+    if state is not None:
+        pid = state.get("monitor_pid")
+        if pid and {b"monitor", os.fsencode(name)} <= set(processes.command_line(pid)):
+            processes.stop([pid])
         netns = state.get("netns")
         if netns is None or netns_exists(netns):
             for port in state.get("attached", []):

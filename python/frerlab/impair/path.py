@@ -188,17 +188,9 @@ def _read_json(path: Path) -> dict | None:
 def _delay_line_pids(state_dir: Path) -> list[int]:
     """Processes running the delay line of `state_dir` (found by their command line, so a
     line whose starter died without writing anything down is found too)."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if b"frerlab.impair.delayline" in argv and os.fsencode(state_dir) in argv:
-            pids.append(int(entry.name))
-    return pids
+    pids = [int(entry.name) for entry in Path("/proc").iterdir() if entry.name.isdigit()]
+    return [pid for pid in pids if {b"frerlab.impair.delayline", os.fsencode(state_dir)}
+            <= set(processes.command_line(pid))]
 
 
 class DelayLineDown(RuntimeError):

@@ -23,7 +23,8 @@ from frerlab.errors import UsageError
 from frerlab.sim.api import SimResult, check, run, scenario_data
 from frerlab.sim.cost import Cost
 from frerlab.sim.scenario import Scenario
-from frerlab.sim.units import rate_bps, shown
+from frerlab.names import shown
+from frerlab.sim.units import rate_bps
 
 MAX_SWEEP_POINTS = 10_000
 

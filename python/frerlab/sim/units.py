@@ -38,30 +38,23 @@ MAX_TIME_PS = 10**18
 MAX_SIZE_BYTES = 2**40
 
 
-def shown(value: object) -> str:
-    """`value` for an error message (names.shown), a huge number by its number of digits."""
-    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
-        return f"<a {int(value.bit_length() * 0.30103) + 1}-digit number>"
-    return names.shown(value)
-
-
 def _parse(value: object, units: dict[str, int], what: str, examples: str, limit: int, limit_text: str) -> int:
     if isinstance(value, bool):
-        raise ValueError(f"{what} {shown(value)} is not valid ({examples})")
+        raise ValueError(f"{what} {names.shown(value)} is not valid ({examples})")
     if isinstance(value, (int, float)):
         number, unit = value, ""
     elif isinstance(value, str) and (match := _NUMBER.match(value)):
         number, unit = float(match.group(1)), match.group(2).lower()
     else:
-        raise ValueError(f"{what} {shown(value)} is not valid ({examples})")
+        raise ValueError(f"{what} {names.shown(value)} is not valid ({examples})")
     if unit not in units:
-        raise ValueError(f"{what} {shown(value)} has an unknown unit {shown(unit)} ({examples})")
+        raise ValueError(f"{what} {names.shown(value)} has an unknown unit {names.shown(unit)} ({examples})")
     if isinstance(number, float) and not math.isfinite(number):
-        raise ValueError(f"{what} {shown(value)} is not a finite number ({examples})")
+        raise ValueError(f"{what} {names.shown(value)} is not a finite number ({examples})")
     if number < 0:
-        raise ValueError(f"{what} {shown(value)} is negative ({examples})")
+        raise ValueError(f"{what} {names.shown(value)} is negative ({examples})")
     if number > limit / units[unit]:
-        raise ValueError(f"{what} {shown(value)} is out of range (at most {limit_text})")
+        raise ValueError(f"{what} {names.shown(value)} is out of range (at most {limit_text})")
     return round(number * units[unit])
 
 

@@ -15,7 +15,7 @@ from frerlab.errors import UsageError
 from frerlab.names import output_file
 from frerlab.traffic import gen, importer
 from frerlab.traffic.record import TrafficRecord, dump_records, write_atomic
-from frerlab.sim.units import shown
+from frerlab.names import shown
 from frerlab.traffic.units import MAX_COUNT, MAX_SECONDS, frame_bytes, frames_per_second, parse_si, seconds
 
 EXIT_SHORTFALL = 3

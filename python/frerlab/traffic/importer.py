@@ -10,7 +10,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from frerlab.errors import UsageError
-from frerlab.sim.units import shown
+from frerlab.names import shown
 from frerlab.traffic import gen
 from frerlab.traffic.record import TrafficRecord
 from frerlab.traffic.tools import iperf3, sockperf

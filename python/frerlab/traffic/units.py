@@ -5,7 +5,8 @@ sizes, and the bounds of the generator's options (docs/errors.md): rates up to 1
 from __future__ import annotations
 
 from frerlab.errors import UsageError
-from frerlab.sim.units import MAX_FRAME_BYTES, MIN_FRAME_BYTES, MAX_RATE_BPS, shown
+from frerlab.names import shown
+from frerlab.sim.units import MAX_FRAME_BYTES, MIN_FRAME_BYTES, MAX_RATE_BPS
 
 _SUFFIXES = {"": 1.0, "k": 1e3, "K": 1e3, "m": 1e6, "M": 1e6, "g": 1e9, "G": 1e9, "t": 1e12, "T": 1e12}
 FRAME_NAMES = {"min": MIN_FRAME_BYTES, "max": 1518, "jumbo": 9018}
