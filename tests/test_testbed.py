@@ -93,6 +93,38 @@ def test_up_status_down_in_both_modes_leave_nothing_behind(mode):
     assert again.returncode == 0 and "was not up" in again.stdout
 
 
+def test_up_refuses_to_take_over_a_namespace_it_did_not_make():
+    """A namespace with one of the testbed's names that is not the testbed's: `up` refuses and
+    leaves it alone (undoing a half-made testbed would have deleted it)."""
+    tb_name = name("o")
+    foreign = f"tb-{tb_name}-talker"
+    subprocess.run(["ip", "netns", "add", foreign], check=True)
+    try:
+        up = subprocess.run([*CLI, "testbed", "up", "--name", tb_name], capture_output=True, text=True)
+        assert up.returncode == 2, up.stderr
+        assert f"network namespace {foreign} exists already, not made by testbed '{tb_name}'" in up.stderr
+        assert os.path.exists(f"/run/netns/{foreign}"), "up deleted a namespace it did not make"
+        assert leftovers(tb_name) == [foreign]
+    finally:
+        subprocess.run(["ip", "netns", "del", foreign], capture_output=True)
+
+
+def test_a_tool_that_fails_is_one_line_and_exit_4(tmp_path):
+    """The system refuses (here: the testbed's namespaces were deleted behind its back, so `ip`
+    cannot read its links): `frerlab: failed: ...` with ip's own words, exit 4, no traceback."""
+    tb_name = name("d")
+    state_dir = tmp_path / "testbed"
+    state_dir.mkdir()
+    (state_dir / f"{tb_name}.json").write_text(json.dumps({
+        "name": tb_name, "settings": {"rate_bps": 10**8, "queue_limit_bytes": 10**5},
+        "namespaces": {role: f"tb-{tb_name}-{role}" for role in (*bed.HOSTS, *bed.PATHS)},
+        "dataplanes": {}, "paths": {}}))
+    status = subprocess.run([*CLI, "testbed", "status", "--name", tb_name], capture_output=True, text=True,
+                            env={**os.environ, "FRERLAB_RUN_DIR": str(tmp_path)})
+    assert status.returncode == 4, status.stderr
+    assert status.stderr.startswith(f"frerlab: failed: ip -n tb-{tb_name}-") and "Traceback" not in status.stderr
+
+
 def test_a_killed_up_is_cleared_by_down():
     tb_name = name("k")
     proc = subprocess.Popen([*CLI, "testbed", "up", "--name", tb_name], stdout=subprocess.DEVNULL,

@@ -15,7 +15,7 @@ import subprocess
 import sys
 
 from frerlab import __version__
-from frerlab.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, UsageError
+from frerlab.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, ToolFailed, UsageError
 
 # Modules that add verbs, in the order `frerlab --help` lists them.
 AREAS = [
@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as err:
         print(f"frerlab: error: {err}", file=sys.stderr)
         return EXIT_USAGE
-    except (OSError, subprocess.SubprocessError) as err:
+    except (OSError, subprocess.SubprocessError, ToolFailed) as err:
         print(f"frerlab: failed: {err}", file=sys.stderr)
         return EXIT_FAILED
     except KeyboardInterrupt:

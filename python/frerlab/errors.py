@@ -17,3 +17,8 @@ EXIT_INTERRUPTED = 130
 
 class UsageError(Exception):
     """Bad input the user can fix: the message names the bad value and what would be valid."""
+
+
+class ToolFailed(RuntimeError):
+    """A tool or process frerlab runs (ip, ethtool, the delay line, the generator) failed; the
+    message carries what it said. The command exits with EXIT_FAILED."""

@@ -14,12 +14,14 @@ import json
 import subprocess
 from pathlib import Path
 
+from frerlab.errors import ToolFailed
+
 
 def ip(*args: str) -> str:
-    """Runs `ip ARGS`; its output. RuntimeError with ip's message on failure."""
+    """Runs `ip ARGS`; its output. ToolFailed with ip's message on failure."""
     result = subprocess.run(["ip", *args], capture_output=True, text=True)
     if result.returncode != 0:
-        raise RuntimeError(f"ip {' '.join(args)} failed: {result.stderr.strip()}")
+        raise ToolFailed(f"ip {' '.join(args)} failed: {result.stderr.strip()}")
     return result.stdout
 
 

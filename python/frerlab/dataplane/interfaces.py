@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 from frerlab.dataplane import layout
 from frerlab.dataplane.config import LOCAL, NodePlan
-from frerlab.errors import UsageError
+from frerlab.errors import ToolFailed, UsageError
 
 #: Length of an R-TAG (802.1CB 7.8), in bytes.
 RTAG_LEN = 6
@@ -57,7 +57,7 @@ def _in(netns: str | None, argv: list[str]) -> list[str]:
 def _run(argv: list[str]) -> str:
     result = subprocess.run(argv, capture_output=True, text=True)
     if result.returncode != 0:
-        raise RuntimeError(result.stderr.strip() or f"{' '.join(argv)} exited {result.returncode}")
+        raise ToolFailed(result.stderr.strip() or f"{' '.join(argv)} exited {result.returncode}")
     return result.stdout
 
 

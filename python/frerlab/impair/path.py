@@ -40,7 +40,7 @@ from typing import Any
 from frerlab.dataplane import bpfsys
 from frerlab.dataplane.node import attach_ingress, detach, ifindex, possible_cpus
 from frerlab import processes
-from frerlab.errors import UsageError
+from frerlab.errors import ToolFailed, UsageError
 from frerlab.names import RUN_DIR
 from frerlab.netns import exists as netns_exists
 from frerlab.netns import ip
@@ -193,7 +193,7 @@ def _delay_line_pids(state_dir: Path) -> list[int]:
             <= set(processes.command_line(pid))]
 
 
-class DelayLineDown(RuntimeError):
+class DelayLineDown(ToolFailed):
     """The delay-line process does not answer (it died or was never started)."""
 
 
@@ -339,7 +339,7 @@ class PathImpairment:
             if (self.state_dir / CONTROL_SOCKET).exists() and self.delay_line_running():
                 return
             time.sleep(0.02)
-        raise RuntimeError(f"the delay line of {self.name!r} did not start: {self._log_tail()}")
+        raise ToolFailed(f"the delay line of {self.name!r} did not start: {self._log_tail()}")
 
     def _log_tail(self) -> str:
         try:
@@ -436,7 +436,7 @@ class PathImpairment:
     def _send_delay_settings(self, settings: dict[str, Impairment]) -> None:
         reply = self._request({"set": {d: settings[d].delay_line_settings() for d in DIRECTIONS}})
         if reply.get("error"):
-            raise RuntimeError(f"the delay line of {self.name!r} refused its settings: {reply['error']}")
+            raise ToolFailed(f"the delay line of {self.name!r} refused its settings: {reply['error']}")
 
     # -- reading -----------------------------------------------------------------------
 

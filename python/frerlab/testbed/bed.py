@@ -165,6 +165,10 @@ def up(settings: Settings) -> dict:
              "namespaces": {role: f"{net.prefix}-{role}" for role in (*HOSTS, *PATHS)},
              "dataplanes": {role: cfg.name for role, cfg in configs.items()},
              "paths": {p: _path_name(name, p) for p in PATHS}, "started": time.time()}
+    taken = [ns for ns in state["namespaces"].values() if exists(ns)]
+    if taken:  # not this testbed's: undoing a failed `up` would delete them
+        raise UsageError(f"network namespace {taken[0]} exists already, not made by testbed {name!r}; "
+                         "remove it or give the testbed another --name")
     write_atomic(state_path(name), json.dumps(state, indent=1))  # first: `down` can undo a crash
     try:
         net.add(*HOSTS, *PATHS)

@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from frerlab import __version__
-from frerlab.errors import UsageError
+from frerlab.errors import ToolFailed, UsageError
 from frerlab.frer import COUNTER_NAMES
 from frerlab.netns import link_info
 from frerlab.testbed import bed, plan
@@ -107,7 +107,7 @@ def run(tb_name: str, schedule: Schedule, out_dir: Path) -> dict:
         deadline = time.monotonic() + 30
         while listener_rx() == baseline:
             if time.monotonic() > deadline:
-                raise RuntimeError("no frame reached the listener within 30 s")
+                raise ToolFailed("no frame reached the listener within 30 s")
             time.sleep(0.002)
         t0 = time.monotonic()
         for at, path, up in schedule.events():

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from frerlab.errors import ToolFailed
 from frerlab.traffic.tools.base import wait_for_udp_port
 
 CLI = [sys.executable, "-m", "frerlab.cli"]
@@ -43,7 +44,7 @@ def stream_across(talker: Sequence[str], listener: Sequence[str], dst: str, send
                   out_dir: Path, recv_args: Sequence[str] = (), port: int = 5555,
                   during: Callable[[], None] | None = None, timeout_s: float = 60.0) -> StreamReports:
     """Runs the stream; `talker` and `listener` are command prefixes (e.g. `ip netns exec NS`).
-    Raises RuntimeError with the sender's message if it fails."""
+    Raises ToolFailed with the sender's message if it fails."""
     out_dir.mkdir(parents=True, exist_ok=True)
     recv_out, send_out = out_dir / "recv.json", out_dir / "send.json"
     recv = subprocess.Popen([*listener, *CLI, "gen", "recv", "--port", str(port), "--duration", str(timeout_s),
@@ -58,9 +59,9 @@ def stream_across(talker: Sequence[str], listener: Sequence[str], dst: str, send
         if during:
             during()
         if send.wait(timeout=timeout_s) not in (0, EXIT_SHORTFALL):
-            raise RuntimeError(f"gen send failed: {send.stderr.read().strip()}")
+            raise ToolFailed(f"gen send failed: {send.stderr.read().strip()}")
         if recv.wait(timeout=timeout_s) != 0:
-            raise RuntimeError(f"gen recv failed: {recv.stderr.read().strip()}")
+            raise ToolFailed(f"gen recv failed: {recv.stderr.read().strip()}")
     finally:
         for proc in (send, recv):
             if proc and proc.poll() is None:
