@@ -41,6 +41,7 @@ bench: build
 	$(PY) benches/sim_engine.py
 	$(PY) benches/traffic_pps.py
 	$(PY) benches/dataplane_pps.py
+	$(PY) benches/throughput_search.py
 
 clean:
 	rm -rf target $(VENV) .make
