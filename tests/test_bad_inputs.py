@@ -80,6 +80,7 @@ FILES = {
         "stream-identity": [{**TALKER["stream-identity"][0], "out-facing": {"output-port": ["nosuchif0"]}}],
         "stream-forwarding": [{"stream": 1, "output-port": ["nosuchif0"]}]})),
     "valid.yaml": yaml.safe_dump(TALKER),
+    "long-number.yaml": "ports: [" + "1" * 5000 + "]\n",
 }
 
 
@@ -110,6 +111,7 @@ FILE_ROWS = [
     ("deep.yaml", ["deep.yaml: nested too deeply"]),
     ("missing.yaml", ["missing.yaml' does not exist"]),
     ("long-key.yaml", ["unknown field", "1 key(s) not shown"]),
+    ("long-number.yaml", ["long-number.yaml: not valid YAML at line 1, column 9: a number of 5000 characters is too long"]),
 ]
 #: Files that are YAML mappings: refused field by field, none of their text shown.
 MAPPING_FILES = ("long-key.yaml",)

@@ -30,6 +30,9 @@ Model = TypeVar("Model", bound=BaseModel)
 MAX_FILE_BYTES = 1 << 20
 #: Most values (scalars, list items, mapping entries) one YAML file may expand to.
 MAX_VALUES = 100_000
+#: Longest number in a file, in characters (Python refuses to convert an int of more than
+#: 4300 digits; nothing frerlab reads needs more than a few dozen).
+MAX_NUMBER_CHARS = 1000
 #: Most problems one error message lists.
 MAX_LINES = 10
 #: Longest text of the file an error message shows (a longer one may be a line of a file that
@@ -40,7 +43,7 @@ _TOKEN = re.compile(rf"[A-Za-z0-9_.:+-]{{1,{MAX_SHOWN}}}")
 
 
 class _Loader(yaml.SafeLoader):
-    """yaml.SafeLoader that refuses a key given twice in one mapping."""
+    """yaml.SafeLoader that refuses a key given twice in one mapping, and a number too long to read."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
         seen: dict[Any, yaml.Node] = {}
@@ -57,6 +60,17 @@ class _Loader(yaml.SafeLoader):
                     None, None, f"key {_key(key)} is given twice (first on line {first.start_mark.line + 1})",
                     key_node.start_mark)
         return super().construct_mapping(node, deep)
+
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        """An int, refusing one longer than MAX_NUMBER_CHARS by its length."""
+        if len(node.value) > MAX_NUMBER_CHARS:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"a number of {len(node.value)} characters is too long (at most {MAX_NUMBER_CHARS})",
+                node.start_mark)
+        return super().construct_yaml_int(node)
+
+
+_Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
 
 
 def _show(value: object) -> str:
