@@ -240,7 +240,7 @@ def test_up_refuses_a_port_whose_device_cannot_take_the_mtu(monkeypatch):
     sw1, _ = relay_configs("fo-refuse")
     links = {"up": {"mtu": 1500, "max_mtu": 9000}, "pa": {"mtu": 1500, "max_mtu": 1500},
              "pb": {"mtu": 1500, "max_mtu": 9000}}
-    monkeypatch.setattr(interfaces, "link", lambda netns, p: links[p])
+    monkeypatch.setattr(interfaces, "link_info", lambda netns, p: links[p])
     monkeypatch.setattr(interfaces, "features", lambda netns, p: {})
     with pytest.raises(UsageError, match=r"port pa: MTU 1500 is too small .* need 1506 .* at most 1500"):
         interfaces.survey(None, sw1.plan, ["up"])

@@ -17,11 +17,13 @@ from pathlib import Path
 from frerlab.errors import ToolFailed
 
 
-def ip(*args: str) -> str:
-    """Runs `ip ARGS`; its output. ToolFailed with ip's message on failure."""
-    result = subprocess.run(["ip", *args], capture_output=True, text=True)
+def ip(*args: str, netns: str | None = None) -> str:
+    """Runs `ip ARGS` (in network namespace `netns`: `ip -n NETNS ARGS`); its output.
+    ToolFailed with ip's message on failure."""
+    argv = [*(["-n", netns] if netns else []), *args]
+    result = subprocess.run(["ip", *argv], capture_output=True, text=True)
     if result.returncode != 0:
-        raise ToolFailed(f"ip {' '.join(args)} failed: {result.stderr.strip()}")
+        raise ToolFailed(f"ip {' '.join(argv)} failed: {result.stderr.strip()}")
     return result.stdout
 
 
@@ -30,9 +32,15 @@ def exists(netns: str) -> bool:
     return Path("/run/netns", netns).exists()
 
 
-def link_info(netns: str, ifname: str) -> dict:
-    """`ip -j -s link show` of one interface: flags, address, and `stats64` rx/tx counters."""
-    (info,) = json.loads(ip("-n", netns, "-j", "-s", "link", "show", "dev", ifname))
+def links(netns: str | None, ifname: str | None = None) -> list[dict]:
+    """`ip -j -s -d link show` of every interface of `netns` (None: the current namespace), or
+    of `ifname`: flags, address, mtu, max_mtu, gso_max_segs, `stats64` rx/tx counters, ..."""
+    return json.loads(ip("-j", "-s", "-d", "link", "show", *(["dev", ifname] if ifname else []), netns=netns))
+
+
+def link_info(netns: str | None, ifname: str) -> dict:
+    """`links` of one interface."""
+    (info,) = links(netns, ifname)
     return info
 
 

@@ -359,6 +359,16 @@ class RecoveryPlan:
     latent: LatentErrorDetection | None = None
     ports: list[str] = field(default_factory=list)
 
+    @property
+    def function(self) -> str:
+        """"individual" or "sequence" (recovery), as the counters and messages name it."""
+        return "individual" if self.config.individual_recovery else "sequence"
+
+    @property
+    def port_label(self) -> str | None:
+        """Its ports comma-separated (None: the function for every frame of the stream)."""
+        return ",".join(self.ports) or None
+
 
 @dataclass(frozen=True)
 class OutputPlan:

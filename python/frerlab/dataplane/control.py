@@ -29,6 +29,7 @@ from frerlab.errors import UsageError
 from frerlab.frer import LatentErrorDetector
 from frerlab.names import RUN_DIR, check_name, inside, name_problem
 from frerlab.netns import exists as netns_exists
+from frerlab.netns import links as netns_links
 from frerlab.traffic.record import write_atomic
 
 #: Where `up` records each running data plane (outside the BPF filesystem, which holds only
@@ -102,9 +103,7 @@ def probe(netns: str | None) -> None:
 
 def _check_ports(netns: str | None, ports: list[str]) -> None:
     """UsageError naming a port that is no interface of `netns` (None: the current one)."""
-    links = json.loads(subprocess.run(["ip", *(["-n", netns] if netns else []), "-j", "link", "show"],
-                                      capture_output=True, text=True, check=True).stdout)
-    names = [link["ifname"] for link in links]
+    names = [link["ifname"] for link in netns_links(netns)]
     for port in ports:
         if port not in names:
             where = f"network namespace {netns!r}" if netns else "this network namespace"
@@ -205,8 +204,7 @@ def snapshot(name: str) -> dict:
                 if r.stream == stream:
                     raw = node.recovery_state(stream, r.instance)
                     record["recovery"].append({
-                        "function": "individual" if r.config.individual_recovery else "sequence",
-                        "port": ",".join(r.ports) or None, "algorithm": r.config.algorithm,
+                        "function": r.function, "port": r.port_label, "algorithm": r.config.algorithm,
                         "history_length": r.config.history_length,
                         **layout.rcvy_counters(raw), **lockout(r.config, layout.rcvy_times(raw))})
             for index, port in enumerate(plan.ports):
@@ -229,15 +227,16 @@ def reset(name: str, handle: int | None = None, port: str | None = None) -> list
     running data plane `name`, all of them or those of stream `handle` and/or on `port`: each
     resets when its next packet arrives. Returns the functions asked to reset; UsageError when
     none matches."""
-    state, plan, node = _running(name)
+    _, plan, node = _running(name)
     try:
         chosen = [r for r in plan.recoveries
                   if (handle is None or r.handle == handle) and (port is None or port in r.ports)]
         if not chosen:
-            known = ", ".join(f"stream {r.handle}" + (f" on {','.join(r.ports)}" if r.ports else "")
+            wanted = " ".join([*([f"of stream {handle}"] if handle is not None else []),
+                               *([f"on port {port}"] if port is not None else [])])
+            known = ", ".join(f"stream {r.handle}" + (f" on {r.port_label}" if r.ports else "")
                               for r in plan.recoveries) or "none"
-            raise UsageError(f"data plane {name!r} has no recovery function of stream {handle} on port "
-                             f"{port} (it has: {known})".replace("stream None ", "").replace(" on port None", ""))
+            raise UsageError(f"data plane {name!r} has no recovery function {wanted} (it has: {known})")
         requests = node.maps["rcvy_reset_requests"]
         for r in chosen:
             key = layout.rcvy_key(r.stream, r.instance)
@@ -245,8 +244,7 @@ def reset(name: str, handle: int | None = None, port: str | None = None) -> list
             requests.update(key, layout.U32.pack((count + 1) % 2**32))
     finally:
         node.release()
-    return [{"stream": r.handle, "function": "individual" if r.config.individual_recovery else "sequence",
-             "port": ",".join(r.ports) or None} for r in chosen]
+    return [{"stream": r.handle, "function": r.function, "port": r.port_label} for r in chosen]
 
 
 #: How long a member stream without a reset timeout may see only rogue packets before it is

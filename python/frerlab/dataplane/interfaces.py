@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from frerlab.dataplane import layout
 from frerlab.dataplane.config import LOCAL, NodePlan
 from frerlab.errors import ToolFailed, UsageError
+from frerlab.netns import ip, link_info
 
 #: Length of an R-TAG (802.1CB 7.8), in bytes.
 RTAG_LEN = 6
@@ -46,10 +47,6 @@ MERGING = ("generic-receive-offload", "large-receive-offload", "rx-gro-hw", "rx-
 DEFERRING = ("generic-segmentation-offload", "tx-gso-list")
 
 
-def _ip(netns: str | None) -> list[str]:
-    return ["ip", *(["-n", netns] if netns else [])]
-
-
 def _in(netns: str | None, argv: list[str]) -> list[str]:
     return ["ip", "netns", "exec", netns, *argv] if netns else argv
 
@@ -59,12 +56,6 @@ def _run(argv: list[str]) -> str:
     if result.returncode != 0:
         raise ToolFailed(result.stderr.strip() or f"{' '.join(argv)} exited {result.returncode}")
     return result.stdout
-
-
-def link(netns: str | None, port: str) -> dict:
-    """`ip -d link show` of `port`: mtu, max_mtu, gso_max_segs, ..."""
-    (info,) = json.loads(_run([*_ip(netns), "-j", "-d", "link", "show", "dev", port]))
-    return info
 
 
 def features(netns: str | None, port: str) -> dict[str, dict]:
@@ -119,7 +110,7 @@ def survey(netns: str | None, plan: NodePlan, attached: list[str]) -> Survey:
     """What `attached` (the ports that get a program) and the ports with R-tagged frames need;
     UsageError naming a port whose device cannot take the MTU it needs. Changes nothing."""
     out = Survey()
-    links = {p: link(netns, p) for p in plan.ports}
+    links = {p: link_info(netns, p) for p in plan.ports}
     for port in attached:
         if off := offending(features(netns, port)):
             out.offloads[port] = off
@@ -151,7 +142,7 @@ def survey(netns: str | None, plan: NodePlan, attached: list[str]) -> Survey:
 def _route_warnings(netns: str | None, port: str, mtu: int) -> list[str]:
     """Routes out of `port` that let the host send packets too large to take an R-TAG."""
     room = mtu - RTAG_LEN
-    routes = json.loads(_run([*_ip(netns), "-j", "route", "show", "dev", port]) or "[]")
+    routes = json.loads(ip("-j", "route", "show", "dev", port, netns=netns) or "[]")
     warnings = []
     for r in routes:
         route_mtu = next((m["mtu"] for m in r.get("metrics", []) if "mtu" in m), None)
@@ -169,13 +160,13 @@ def apply(netns: str | None, survey: Survey) -> list[str]:
     lines = []
     for port, (before, after) in survey.mtu.items():
         try:
-            _run([*_ip(netns), "link", "set", "dev", port, "mtu", str(after)])
-        except RuntimeError as err:
+            ip("link", "set", "dev", port, "mtu", str(after), netns=netns)
+        except ToolFailed as err:
             raise UsageError(f"port {port}: MTU {before} is too small for its R-tagged frames, which "
                              f"need {after} ({survey.why_mtu}), and setting it failed: {err}") from None
         lines.append(f"{port}: MTU {before} -> {after} for R-tagged frames: {survey.why_mtu}")
     for port, (before, after) in survey.gso_max_segs.items():
-        _run([*_ip(netns), "link", "set", "dev", port, "gso_max_segs", str(after)])
+        ip("link", "set", "dev", port, "gso_max_segs", str(after), netns=netns)
         lines.append(f"{port}: gso_max_segs {before} -> {after} (the host's TCP sends one segment per packet)")
     for port, names in survey.offloads.items():
         subprocess.run(_in(netns, ["ethtool", "-K", port, *[w for n in names for w in (n, "off")]]),
@@ -207,7 +198,7 @@ def restore(netns: str | None, record: dict) -> None:
     for key, attribute in (("gso_max_segs", "gso_max_segs"), ("mtu", "mtu")):
         for port, (before, after) in record.get(key, {}).items():
             try:
-                if link(netns, port).get(attribute) == after:
-                    _run([*_ip(netns), "link", "set", "dev", port, attribute, str(before)])
-            except (RuntimeError, ValueError):
+                if link_info(netns, port).get(attribute) == after:
+                    ip("link", "set", "dev", port, attribute, str(before), netns=netns)
+            except (ToolFailed, ValueError):
                 continue

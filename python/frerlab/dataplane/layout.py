@@ -155,11 +155,10 @@ def rcvy_counters(value: bytes) -> dict[str, int]:
 
 
 def rcvy_times(value: bytes) -> dict[str, int]:
-    """When a struct frer_rcvy last passed a tagged packet and last saw a rogue one, and its
-    reset timeout (nanoseconds of the kernel's monotonic clock; 0 = never / no timeout)."""
+    """When a struct frer_rcvy last passed a tagged packet and last saw a rogue one
+    (nanoseconds of the kernel's monotonic clock; 0 = never)."""
     fields = RCVY.unpack(value)
-    return {"last_pass_ns": fields[_RCVY_LAST_PASS], "last_rogue_ns": fields[_RCVY_LAST_ROGUE],
-            "reset_timeout_ns": fields[4]}
+    return {"last_pass_ns": fields[_RCVY_LAST_PASS], "last_rogue_ns": fields[_RCVY_LAST_ROGUE]}
 
 
 def rcvy_reset(value: bytes) -> bytes:

@@ -17,12 +17,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from frerlab.errors import ToolFailed
+from frerlab.errors import EXIT_SHORTFALL, ToolFailed
 from frerlab.traffic.tools.base import wait_for_udp_port
 
 CLI = [sys.executable, "-m", "frerlab.cli"]
-#: exit status of `gen send` when it fell behind its pacing but sent everything
-EXIT_SHORTFALL = 3
 
 
 @dataclass(frozen=True)

@@ -11,14 +11,13 @@ import socket
 import sys
 from pathlib import Path
 
-from frerlab.errors import UsageError
+from frerlab.errors import EXIT_SHORTFALL, UsageError
 from frerlab.names import output_file
 from frerlab.traffic import gen, importer
 from frerlab.traffic.record import TrafficRecord, dump_records, write_atomic
 from frerlab.names import shown
 from frerlab.traffic.units import MAX_COUNT, MAX_SECONDS, frame_bytes, frames_per_second, parse_si, seconds
 
-EXIT_SHORTFALL = 3
 # Each rate option and the key of the generator's configuration it sets.
 RATE_KEYS = (("rate_l1", "l1_bits_per_sec"), ("rate_l2", "l2_bits_per_sec"), ("rate_fps", "frames_per_sec"))
 
