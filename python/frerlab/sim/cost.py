@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from frerlab.errors import UsageError
+from frerlab.sim.scenario import L1_OVERHEAD_BYTES
 
 # About 30 s of engine time at the ~33 M events/s measured on a 2-core machine.
 MAX_EVENTS = 10**9
@@ -20,7 +21,6 @@ MAX_EVENTS = 10**9
 MAX_SERIES_ROWS = 10**6
 # A trace row costs about 0.55 KB (measured): 2 x 10^6 rows about 1.1 GB.
 MAX_TRACE_ROWS = 2 * 10**6
-L1_OVERHEAD_BYTES = 20
 PS_PER_S = 10**12
 
 

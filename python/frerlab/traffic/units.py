@@ -7,6 +7,7 @@ from __future__ import annotations
 from frerlab.errors import UsageError
 from frerlab.names import shown
 from frerlab.sim.units import MAX_FRAME_BYTES, MIN_FRAME_BYTES, MAX_RATE_BPS
+from frerlab.traffic.record import L1_OVERHEAD
 
 _SUFFIXES = {"": 1.0, "k": 1e3, "K": 1e3, "m": 1e6, "M": 1e6, "g": 1e9, "G": 1e9, "t": 1e12, "T": 1e12}
 FRAME_NAMES = {"min": MIN_FRAME_BYTES, "max": 1518, "jumbo": 9018}
@@ -49,7 +50,7 @@ def frames_per_second(option: str, text: str, frame: int) -> float:
     """The frames/s a rate option asks for (`--rate-l1`, `--rate-l2` in bit/s, `--rate-fps`),
     checked against the bounds for frames of `frame` bytes."""
     value = parse_si(text, option)
-    bits = {"--rate-l1": (frame + 20) * 8, "--rate-l2": frame * 8, "--rate-fps": 1}[option]
+    bits = {"--rate-l1": (frame + L1_OVERHEAD) * 8, "--rate-l2": frame * 8, "--rate-fps": 1}[option]
     if bits > 1 and value > MAX_RATE_BPS:
         raise UsageError(f"{option} {shown(text)} is out of range (at most 10T bit/s)")
     fps = value / bits
