@@ -190,12 +190,15 @@ def test_gilbert_elliott_loss_rate_and_burst_length(clean):
     element.set("forward", gilbert_elliott=ge)
     n = 40_000
     report, seqs = harness.stream(n, 20_000, capture=True)
-    assert report["expected"] == n and len(seqs) == report["unique"], "the capture saw every frame"
+    assert len(seqs) == report["unique"], "the capture saw every frame"
+    # The sender's three end-of-stream probes cross the element too, and a bad run can take
+    # them all with the last data frames: then the receiver cannot know n, the test does.
+    assert report["expected"] == n or (not report["end_seen"] and report["expected"] <= n)
     # Loss rate: for a two-state chain the variance of the loss count over n frames is
     # n * pi(1 - pi) * (1 + lam) / (1 - lam), lam = 1 - p_gb - p_bg; allow 4 standard deviations.
     pi, lam = ge.stationary_loss(), 1 - ge.p_good_to_bad - ge.p_bad_to_good
     sd = math.sqrt(pi * (1 - pi) * (1 + lam) / (1 - lam) / n)
-    measured = report["lost"] / n
+    measured = (n - report["unique"]) / n
     assert abs(measured - pi) <= 4 * sd, f"loss {measured:.4f}, stationary {pi:.4f} +- {4 * sd:.4f}"
     # Bursts: runs of consecutive missing numbers, geometric with mean 1 / p_bad_to_good.
     received = set(seqs)
