@@ -24,6 +24,7 @@ AREAS = [
     "frerlab.traffic.cli",
     "frerlab.dataplane.cli",
     "frerlab.testbed.cli",
+    "frerlab.bench.cli",
 ]
 
 EPILOG = """examples:

@@ -3,9 +3,10 @@
 A trial is `trial(rate, duration_s) -> TrialResult`: offer `rate` (any unit the caller likes,
 bit/s or frames/s, as long as it is one) for `duration_s` and count frames offered, actually
 sent and received. The loss ratio is (sent - received) / sent. A trial whose generator sent
-fewer than `offered * (1 - send_tolerance)` frames is INVALID: it is retried (at most
-`invalid_retries` times) and never counted as loss of the device under test; when every retry
-falls short the search stops with GeneratorShortfall naming the rate.
+fewer than `offered * (1 - send_tolerance)` frames, or that the caller marks `invalid`, is
+INVALID: it is retried (at most `invalid_retries` times) and never counted as loss of the
+device under test; when every retry is invalid the search stops with GeneratorShortfall naming
+the rate.
 
 `binary_search` is the seeds' search (seed 002, section 2.2): `iterations` halvings of
 [min_rate, max_rate], each one trial of `trial_duration_s`, a trial passing when its loss
@@ -54,6 +55,9 @@ class TrialResult:
     sent: int
     received: int
     duration_s: float
+    #: Why the trial cannot count however many frames it lost (a flag of frerlab.bench.trial:
+    #: lost at the sending or receiving host, say); None when nothing is known against it.
+    invalid: str | None = None
 
     @property
     def loss_ratio(self) -> float:
@@ -140,10 +144,13 @@ class _Runner:
         """A valid trial at `rate`; GeneratorShortfall when every attempt fell short."""
         for _ in range(self.retries + 1):
             result = self.trial(rate, duration_s)
-            record = TrialRecord(rate, duration_s, result, result.shortfall <= self.tolerance)
+            record = TrialRecord(rate, duration_s, result, result.shortfall <= self.tolerance and not result.invalid)
             self.records.append(record)
             if record.valid:
                 return record
+        if result.invalid:
+            raise GeneratorShortfall(f"every one of {self.retries + 1} trials at rate {rate:g} was invalid, "
+                                     f"the last because {result.invalid}: lower max_rate to what the hosts can do")
         raise GeneratorShortfall(
             f"the generator sent {result.sent} of {result.offered} frames at rate {rate:g} "
             f"({result.shortfall:.3%} short, tolerance {self.tolerance:.3%}) in {self.retries + 1} attempts: "

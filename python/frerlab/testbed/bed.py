@@ -85,7 +85,12 @@ class Settings:
     replicate_at: str = "sw1"
     eliminate_at: str = "sw2"
     history_length: int = 32
+    #: Rate of the links into, through and out of the paths (sw1 - a/b - sw2); None: `rate`.
+    #: Below `rate` it makes the paths the bottleneck of known capacity (a DUT whose
+    #: throughput is known, for testing the benchmarks).
+    path_rate: str | None = None
     rate_bps: int = field(init=False, default=0)
+    path_rate_bps: int = field(init=False, default=0)
     queue_limit_bytes: int = field(init=False, default=0)
 
     def check(self) -> None:
@@ -108,6 +113,12 @@ class Settings:
             raise UsageError(str(err)) from None
         if not 1_000_000 <= self.rate_bps <= 10_000_000_000:
             raise UsageError(f"rate {self.rate} is out of range (1Mbps..10Gbps)")
+        try:
+            self.path_rate_bps = self.rate_bps if self.path_rate is None else rate_bps(self.path_rate)
+        except ValueError as err:
+            raise UsageError(f"path rate: {err}") from None
+        if not 1_000_000 <= self.path_rate_bps <= self.rate_bps:
+            raise UsageError(f"path rate {self.path_rate} is out of range (1Mbps..rate {self.rate})")
         if not 2 * LINK_MTU <= self.queue_limit_bytes <= 1 << 30:
             raise UsageError(f"queue limit {self.queue_limit} is out of range "
                              f"({2 * LINK_MTU} bytes..1GiB: at least two full frames)")
@@ -178,7 +189,7 @@ def up(settings: Settings) -> dict:
             _configure_host(net, role, address, mac)
         for link in LINKS:
             for role, ifname in (link.a, link.b):
-                _shape(net, role, ifname, settings)
+                _shape(net, link, role, ifname, settings)
         for path in PATHS:
             element = PathImpairment(net.ns[path], "in", "out", _path_name(name, path))
             element.attach()
@@ -211,11 +222,17 @@ def _link_mtu(link: Link, mode: str, configs: dict) -> int:
     return LINK_MTU if tagged else IP_MTU
 
 
-def _shape(net: Namespaces, role: str, ifname: str, settings: Settings) -> None:
+def _shape(net: Namespaces, link: Link, role: str, ifname: str, settings: Settings) -> None:
     limit = HOST_QUEUE if role in ADDRESSES else settings.queue_limit_bytes
-    burst = max(2 * LINK_MTU + 64, settings.rate_bps // 8 // 1000)  # at least 1 ms of traffic
-    net.run(role, "tc", "qdisc", "replace", "dev", ifname, "root", "tbf", "rate", f"{settings.rate_bps}bit",
+    rate = settings.path_rate_bps if _is_path_link(link) else settings.rate_bps
+    burst = max(2 * LINK_MTU + 64, rate // 8 // 1000)  # at least 1 ms of traffic
+    net.run(role, "tc", "qdisc", "replace", "dev", ifname, "root", "tbf", "rate", f"{rate}bit",
             "burst", str(burst), "limit", str(limit))
+
+
+def _is_path_link(link: Link) -> bool:
+    """A link into or out of a path."""
+    return link.a[0] in PATHS or link.b[0] in PATHS
 
 
 def down(name: str) -> bool:
@@ -289,8 +306,9 @@ def status(name: str) -> dict:
                          "queue_limit_bytes": HOST_QUEUE if role in ADDRESSES else settings["queue_limit_bytes"],
                          "tx_packets": info["stats64"]["tx"]["packets"],
                          "rx_packets": info["stats64"]["rx"]["packets"],
-                         "tx_dropped": info["stats64"]["tx"]["dropped"] + _qdisc_drops(ns[role], ifname)})
-        links.append({"rate_bps": settings["rate_bps"], "ends": ends})
+                         "tx_dropped": info["stats64"]["tx"]["dropped"] + qdisc_drops(ns[role], ifname)})
+        path_rate = settings.get("path_rate_bps") or settings["rate_bps"]
+        links.append({"rate_bps": path_rate if _is_path_link(link) else settings["rate_bps"], "ends": ends})
     paths = {}
     for p, element_name in state["paths"].items():
         element = PathImpairment.reopen(element_name)
@@ -311,7 +329,8 @@ def status_dataplane(name: str, role: str) -> dict:
     return control.snapshot(dataplanes[role])
 
 
-def _qdisc_drops(netns: str, ifname: str) -> int:
+def qdisc_drops(netns: str, ifname: str) -> int:
+    """Frames the token bucket on `ifname` has dropped."""
     qdiscs = json.loads(subprocess.run(["tc", "-n", netns, "-j", "-s", "qdisc", "show", "dev", ifname],
                                        capture_output=True, text=True).stdout or "[]")
     return sum(q.get("drops", 0) for q in qdiscs if q.get("kind") == "tbf")

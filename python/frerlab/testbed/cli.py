@@ -117,6 +117,8 @@ def _name(parser: argparse.ArgumentParser) -> None:
 def _build_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mode", default="frer", choices=plan.MODES, help="frer (default) or control")
     parser.add_argument("--rate", default=bed.DEFAULT_RATE, help=f"link rate (default {bed.DEFAULT_RATE})")
+    parser.add_argument("--path-rate", help="rate of the links into, through and out of the paths "
+                        "(default: --rate; lower makes the paths a bottleneck of known capacity)")
     parser.add_argument("--queue-limit", default=bed.DEFAULT_QUEUE_LIMIT,
                         help=f"switch/path egress queue in bytes (default {bed.DEFAULT_QUEUE_LIMIT})")
     parser.add_argument("--replicate-at", default="sw1", choices=plan.REPLICATE_AT)
@@ -135,7 +137,7 @@ def _span(text: str) -> tuple[float, float]:
 def _settings(args: argparse.Namespace) -> bed.Settings:
     return bed.Settings(name=args.name, mode=args.mode, rate=args.rate, queue_limit=args.queue_limit,
                         replicate_at=args.replicate_at, eliminate_at=args.eliminate_at,
-                        history_length=args.history_length)
+                        history_length=args.history_length, path_rate=args.path_rate)
 
 
 def _up(args: argparse.Namespace) -> int:

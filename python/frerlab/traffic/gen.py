@@ -1,13 +1,17 @@
 """frerlab's own generator and receiver (Rust, `frerlab._native`) driven from Python.
 
 `run_sender` / `run_receiver` take the JSON-able configuration of the Rust `SenderConfig` /
-`ReceiverConfig`, run in short GIL-free slices (so Ctrl-C works) and return the raw report;
+`ReceiverConfig`, run in short GIL-free slices (so Ctrl-C works) and return the raw report,
+with the CPU time the process spent while it ran (`cpu`: user + system seconds, wall seconds
+and their ratio, 1.0 for one core kept busy; on a veth testbed the sender's system time also
+pays for the forwarding its frames cause on the way);
 `sender_record` / `receiver_records` turn raw reports into `TrafficRecord`s.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -27,6 +31,8 @@ def _run(
         raise UsageError(str(err)) from None
     except OSError as err:  # setting up: no such interface, address in use, no permission
         raise UsageError(err.strerror or str(err)) from None
+    cpu, wall = time.process_time(), time.monotonic()
+    interrupted = False
     try:
         while not runner.step(STEP_S):
             if progress is not None:
@@ -34,8 +40,11 @@ def _run(
     except KeyboardInterrupt:
         if not stop_on_interrupt:
             raise
-        return {**json.loads(runner.report_json()), "interrupted": True}
-    return json.loads(runner.report_json())
+        interrupted = True
+    cpu, wall = time.process_time() - cpu, time.monotonic() - wall
+    report = {**json.loads(runner.report_json()),
+              "cpu": {"cpu_s": cpu, "wall_s": wall, "utilization": cpu / wall if wall > 0 else 0.0}}
+    return {**report, "interrupted": True} if interrupted else report
 
 
 def run_sender(config: dict[str, Any], progress: Callable[[dict], None] | None = None) -> dict:

@@ -1,0 +1,447 @@
+"""Benchmark campaigns as data: the campaign file, validated, and the plan it expands to.
+
+A campaign names the system under test (today a namespace testbed, run in `frer` and/or
+`control` mode) and a list of steps, each a method with its parameters (seed 002 section 2;
+RFC 2544 sections 26.1-26.5). `plan` expands the steps into *units*: one unit is one
+repetition of one method at one point of its parameters in one mode (a whole throughput search,
+a TCP run, a latency run, a loss-vs-load trial). A unit is what a results directory stores and
+what `--resume` skips when it is done. Loads are percent of the line rate: the frame rate of
+the testbed's `rate` at the frame size, with 20 bytes of preamble and gap per frame (RFC 2544
+section 20's theoretical maximum). Every duration of the plan is an estimate that includes a
+fixed cost per tool run (`TRIAL_OVERHEAD_S`); searches, whose trial count is only known at the
+end, are estimated from their parameters.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+
+from frerlab.errors import UsageError
+from frerlab.names import check_name
+from frerlab.sim.units import rate_bps
+from frerlab.testbed.bed import Settings
+from frerlab.testbed.failover import Schedule
+from frerlab.yamlfile import load, read_text, validate
+
+#: Time a tool run costs beyond its traffic: processes starting, the receiver's linger.
+TRIAL_OVERHEAD_S = 1.2
+#: Time to bring a testbed up and take it down.
+TESTBED_S = 4.0
+FrameSize = Annotated[int, Field(ge=64, le=1518)]
+Seconds = Annotated[float, Field(gt=0, le=3600)]
+Load = Annotated[float, Field(gt=0, le=1000, description="percent of the line rate")]
+Repetitions = Annotated[int, Field(ge=1, le=1000)]
+Mode = Literal["frer", "control"]
+
+
+def _named(kind: str):
+    """A validator of a name of `kind` (frerlab.names.check_name) that pydantic reports."""
+    def check(value: str) -> str:
+        try:
+            return check_name(value, kind)
+        except UsageError as err:
+            raise ValueError(str(err)) from None
+    return AfterValidator(check)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class System(_Model):
+    """The system under test: a frerlab testbed (frerlab.testbed.bed.Settings)."""
+
+    kind: Literal["testbed"] = "testbed"
+    modes: list[Mode] = Field(["frer", "control"], min_length=1, max_length=2)
+    rate: str = "100Mbps"
+    path_rate: str | None = Field(None, description="default: rate; lower: the paths are the bottleneck")
+    queue_limit: str = "64KiB"
+    replicate_at: Literal["sw1", "talker"] = "sw1"
+    eliminate_at: Literal["sw2", "listener"] = "sw2"
+    history_length: int = 32
+
+    @model_validator(mode="after")
+    def _valid_testbed(self) -> System:
+        if len(set(self.modes)) != len(self.modes):
+            raise ValueError(f"modes {self.modes} names a mode twice (frer, control or both)")
+        for mode in self.modes:
+            try:
+                Settings(**self.testbed_args(mode, "campaign")).check()
+            except UsageError as err:
+                raise ValueError(str(err)) from None
+        return self
+
+    def testbed_args(self, mode: str, name: str) -> dict[str, Any]:
+        """The testbed settings (frerlab.testbed.bed.Settings) of one mode."""
+        return {"name": name, "mode": mode, "rate": self.rate, "queue_limit": self.queue_limit,
+                "replicate_at": self.replicate_at, "eliminate_at": self.eliminate_at,
+                "history_length": self.history_length, "path_rate": self.path_rate}
+
+    @property
+    def rate_bps(self) -> int:
+        """The testbed's link rate in bit/s."""
+        return rate_bps(self.rate)
+
+
+class _Step(_Model):
+    name: Annotated[str, _named("step")] | None = None
+    modes: list[Mode] | None = Field(None, min_length=1, max_length=2, description="default: the system's")
+    repetitions: Repetitions = 1
+
+    def points(self) -> list[dict[str, Any]]:
+        """The parameter points of one repetition, each the parameters that vary."""
+        raise NotImplementedError
+
+    def estimate_s(self, point: dict[str, Any]) -> float:
+        """Estimated seconds of one unit at `point`."""
+        raise NotImplementedError
+
+
+class Tcp(_Step):
+    """TCP baseline (seed 002 section 2.1): iperf3 for each duration."""
+
+    kind: Literal["tcp"]
+    durations_s: list[Seconds] = Field([10, 30, 60], min_length=1)
+
+    def points(self) -> list[dict[str, Any]]:
+        return [{"duration_s": d} for d in self.durations_s]
+
+    def estimate_s(self, point: dict[str, Any]) -> float:
+        return point["duration_s"] + TRIAL_OVERHEAD_S
+
+
+class BinarySearch(_Model):
+    """The seeds' binary search (seed 002 section 2.2)."""
+
+    kind: Literal["binary"] = "binary"
+    iterations: int = Field(10, ge=1, le=64)
+    trial_s: Seconds = 30
+    loss_threshold: float = Field(1e-5, ge=0, lt=1, description="a ratio: 1e-5 is 0.001 %")
+
+    def estimate_s(self) -> float:
+        return self.iterations * (self.trial_s + TRIAL_OVERHEAD_S)
+
+
+class MlrGoal(_Model):
+    """One goal of the RFC 9971 search (frerlab.bench.search.Goal)."""
+
+    loss_ratio: float = Field(0.0, ge=0, lt=1)
+    final_trial_s: Seconds = 30
+    duration_sum_s: Seconds | None = Field(None, description="default: final_trial_s")
+    exceed_ratio: float = Field(0.5, ge=0, lt=1)
+    relative_width: float = Field(0.005, gt=0, lt=1)
+
+
+class MlrSearch(_Model):
+    """The RFC 9971-style search: NDR and PDR (or any goals) in one search."""
+
+    kind: Literal["mlr"] = "mlr"
+    goals: list[MlrGoal] = Field([MlrGoal(), MlrGoal(loss_ratio=0.005)], min_length=1, max_length=8)
+    initial_trial_s: Seconds = 1.0
+    phases: int = Field(2, ge=0, le=10)
+
+    def estimate_s(self) -> float:
+        # measured on the known-truth DUT (benches/throughput_search.py): about 4 final-length
+        # trials per goal and 4 trials per short phase
+        final = sum(4 * (g.duration_sum_s or g.final_trial_s) for g in self.goals)
+        short = 4 * self.phases * len(self.goals) * self.initial_trial_s * 2
+        trials = 4 * len(self.goals) * (1 + self.phases)
+        return final + short + trials * TRIAL_OVERHEAD_S
+
+
+class Throughput(_Step):
+    """RFC 2544 26.1 throughput per frame size, with frerlab's generator."""
+
+    kind: Literal["throughput"]
+    frame_sizes: list[FrameSize] = Field([64, 128, 256, 512, 1024, 1280, 1518], min_length=1)
+    search: BinarySearch | MlrSearch = Field(BinarySearch(), discriminator="kind")
+    min_load: float = Field(0.0, ge=0, le=1000, description="percent of the line rate; the MLR search starts above 0")
+    max_load: Load = 100.0
+    send_tolerance: float = Field(0.001, ge=0, lt=1, description="shortfall beyond this makes a trial invalid")
+
+    @model_validator(mode="after")
+    def _order(self) -> Throughput:
+        if self.min_load >= self.max_load:
+            raise ValueError(f"min_load {self.min_load} must be below max_load {self.max_load}")
+        return self
+
+    def points(self) -> list[dict[str, Any]]:
+        return [{"frame_size": f} for f in self.frame_sizes]
+
+    def estimate_s(self, point: dict[str, Any]) -> float:
+        return self.search.estimate_s()
+
+
+class Verdict(_Model):
+    """The TSN latency verdict: a percentile must stay below a limit (seed 002 section 2.4)."""
+
+    percentile: float = Field(99.9, gt=0, lt=100)
+    limit_us: float = Field(300.0, gt=0)
+
+
+class Latency(_Step):
+    """Latency per frame size: sockperf ping-pong (RTT/2) and/or frerlab's one-way timestamps,
+    idle and under background load (percent of the line rate, 0 for idle)."""
+
+    kind: Literal["latency"]
+    tools: list[Literal["sockperf", "oneway"]] = Field(["sockperf", "oneway"], min_length=1)
+    frame_sizes: list[FrameSize] = Field([64, 256, 512, 1024, 1518], min_length=1)
+    duration_s: Seconds = 60
+    loads: list[Annotated[float, Field(ge=0, le=100)]] = Field([0.0], min_length=1)
+    probe_rate_fps: float = Field(10_000, gt=0, le=1e6, description="one-way probes per second")
+    verdict: Verdict = Verdict()
+
+    def points(self) -> list[dict[str, Any]]:
+        return [{"tool": t, "frame_size": f, "load": load} for t in self.tools for f in self.frame_sizes
+                for load in self.loads]
+
+    def estimate_s(self, point: dict[str, Any]) -> float:
+        return self.duration_s + TRIAL_OVERHEAD_S * (2 if point["load"] else 1)
+
+
+class LossVsLoad(_Step):
+    """RFC 2544 26.3 frame loss rate at each load (seed 002 section 2.5's grid by default)."""
+
+    kind: Literal["loss_vs_load"]
+    frame_sizes: list[FrameSize] = Field([64, 512, 1518], min_length=1)
+    loads: list[Load] = Field([50, 60, 70, 80, 90, 95, 98, 100, 102, 105, 110], min_length=1)
+    trial_s: Seconds = 10
+
+    def points(self) -> list[dict[str, Any]]:
+        return [{"frame_size": f, "load": load} for f in self.frame_sizes for load in self.loads]
+
+    def estimate_s(self, point: dict[str, Any]) -> float:
+        return self.trial_s + TRIAL_OVERHEAD_S
+
+
+class BackToBack(_Step):
+    """RFC 2544 26.4 back-to-back: the longest burst at line rate that passes without loss,
+    searched over burst lengths (each a trial of `trials` bursts at the offered rate)."""
+
+    kind: Literal["back_to_back"]
+    frame_sizes: list[FrameSize] = Field([64, 512, 1518], min_length=1)
+    load: Load = 100.0
+    max_burst: int = Field(10_000, ge=2, le=10_000_000)
+    iterations: int = Field(8, ge=1, le=40)
+    trials: int = Field(3, ge=1, le=100, description="bursts per burst length (RFC 2544: 50)")
+
+    def points(self) -> list[dict[str, Any]]:
+        return [{"frame_size": f} for f in self.frame_sizes]
+
+    def estimate_s(self, point: dict[str, Any]) -> float:
+        return self.iterations * self.trials * (TRIAL_OVERHEAD_S + 0.5)
+
+
+class Recovery(_Step):
+    """RFC 2544 26.5 system recovery: `overload_s` at `overload` percent of the measured
+    throughput, then the rate drops to `recovery` percent; the time from the drop to the last
+    frame lost."""
+
+    kind: Literal["recovery"]
+    frame_size: FrameSize = 1518
+    throughput_load: Load = Field(95, description="the throughput, percent of line rate")
+    overload: Annotated[float, Field(gt=100, le=1000)] = 110
+    recovery: Annotated[float, Field(gt=0, lt=100)] = 50
+    overload_s: Seconds = 60
+    recovery_s: Seconds = 10
+
+    def points(self) -> list[dict[str, Any]]:
+        return [{"frame_size": self.frame_size}]
+
+    def estimate_s(self, point: dict[str, Any]) -> float:
+        return self.overload_s + self.recovery_s + 2 * TRIAL_OVERHEAD_S
+
+
+class Failover(_Step):
+    """A path cut mid-stream (frerlab failover) at each load."""
+
+    kind: Literal["failover"]
+    frame_size: FrameSize = 512
+    loads: list[Annotated[float, Field(gt=0, le=100)]] = Field([10.0], min_length=1)
+    duration_s: Annotated[float, Field(ge=1, le=3600)] = 6.0
+    cut_a: tuple[float, float] = (1.5, 3.0)
+    cut_b: tuple[float, float] = (4.0, 5.0)
+
+    @model_validator(mode="after")
+    def _valid_schedule(self) -> Failover:
+        try:
+            Schedule(frame_size=self.frame_size, duration_s=self.duration_s, cut_a=self.cut_a, cut_b=self.cut_b).check()
+        except UsageError as err:
+            raise ValueError(str(err)) from None
+        return self
+
+    def points(self) -> list[dict[str, Any]]:
+        return [{"load": load} for load in self.loads]
+
+    def estimate_s(self, point: dict[str, Any]) -> float:
+        return self.duration_s + 2 * TRIAL_OVERHEAD_S
+
+
+class SweepPhase(_Model):
+    """One phase of the threshold sweep: loads `step` apart (percent of line rate), each one
+    trial of `trial_s`."""
+
+    step: Load
+    trial_s: Seconds
+    points: int = Field(6, ge=1, le=100)
+
+
+class ThresholdSweep(_Step):
+    """Seed 002 section 2.3 as one adaptive sweep: a coarse grid from `start` up to the first
+    load that loses, then finer grids just below that load, a verification at full length of
+    the loads around the boundary, and an ultra-fine grid across it."""
+
+    kind: Literal["threshold_sweep"]
+    frame_size: FrameSize = 1518
+    start: Load = 40
+    stop: Load = 110
+    coarse: SweepPhase = SweepPhase(step=5, trial_s=5, points=15)
+    fine: SweepPhase = SweepPhase(step=0.2, trial_s=10, points=6)
+    verify: SweepPhase = SweepPhase(step=0.2, trial_s=30, points=4)
+    ultra_fine: SweepPhase = SweepPhase(step=0.1, trial_s=10, points=7)
+
+    def points(self) -> list[dict[str, Any]]:
+        return [{"frame_size": self.frame_size}]
+
+    def estimate_s(self, point: dict[str, Any]) -> float:
+        phases = (self.coarse, self.fine, self.verify, self.ultra_fine)
+        return sum(p.points * (p.trial_s + TRIAL_OVERHEAD_S) for p in phases)
+
+
+Step = Annotated[Union[Tcp, Throughput, Latency, LossVsLoad, BackToBack, Recovery, Failover, ThresholdSweep],
+                 Field(discriminator="kind")]
+KINDS = ("tcp", "throughput", "latency", "loss_vs_load", "back_to_back", "recovery", "failover", "threshold_sweep")
+
+
+class Campaign(_Model):
+    """A campaign file."""
+
+    name: Annotated[str, _named("campaign")]
+    description: str = ""
+    system: System = System()
+    steps: list[Step] = Field(min_length=1, max_length=100)
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> Campaign:
+        seen = set()
+        for i, step in enumerate(self.steps):
+            name = step_name(self, i)
+            if name in seen:
+                raise ValueError(f"step name {name!r} is given twice (give each step its own name)")
+            seen.add(name)
+        return self
+
+
+def step_name(campaign: Campaign, index: int) -> str:
+    """The step's name: its own, or its kind (numbered when the kind repeats)."""
+    step = campaign.steps[index]
+    if step.name:
+        return step.name
+    same = [i for i, s in enumerate(campaign.steps) if s.kind == step.kind and not s.name]
+    return step.kind if len(same) == 1 else f"{step.kind}-{same.index(index) + 1}"
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One repetition of one step at one parameter point in one mode."""
+
+    step_index: int
+    step: str
+    kind: str
+    mode: str
+    point: tuple[tuple[str, Any], ...]
+    repetition: int
+    estimate_s: float
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return dict(self.point)
+
+    @property
+    def group(self) -> str:
+        """What its repetitions share: step, mode and point."""
+        return "/".join([self.step, self.mode, point_label(self.params)])
+
+    @property
+    def id(self) -> str:
+        """Unique in the campaign; also its directory below the results' `units/`."""
+        return f"{self.group}/r{self.repetition}"
+
+
+def point_label(point: dict[str, Any]) -> str:
+    """`frame_size=512,load=50` as a path component."""
+    return ",".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in point.items()) or "all"
+
+
+def plan(campaign: Campaign) -> list[Unit]:
+    """Every unit in the order they run: mode by mode (one testbed each), steps in file order,
+    repetitions innermost (so a step's repetitions are done back to back)."""
+    units = []
+    for mode in campaign.system.modes:
+        for i, step in enumerate(campaign.steps):
+            if mode not in (step.modes or campaign.system.modes):
+                continue
+            for point in step.points():
+                for r in range(1, step.repetitions + 1):
+                    units.append(Unit(i, step_name(campaign, i), step.kind, mode, tuple(point.items()), r,
+                                      step.estimate_s(point)))
+    return units
+
+
+def total_estimate_s(campaign: Campaign, units: list[Unit]) -> float:
+    """Estimated wall time of `units`, testbed set-up included."""
+    modes = {u.mode for u in units}
+    return sum(u.estimate_s for u in units) + TESTBED_S * len(modes)
+
+
+SHAPE = "a campaign is a mapping with name, system and steps (see campaigns/quick.yaml)"
+
+
+def parse_campaign(data: Any, source: str = "campaign") -> Campaign:
+    """A validated Campaign; UsageError naming each bad field otherwise."""
+    return validate(Campaign, data, source, SHAPE)
+
+
+def read_campaign(path: str | Path) -> tuple[Campaign, str]:
+    """The campaign in file `path` and the file's text."""
+    text = read_text(path, "campaign")
+    return parse_campaign(load(text, str(path)), str(path)), text
+
+
+def fingerprint(campaign: Campaign) -> str:
+    """A hash of what the campaign means (not how its file is written)."""
+    return hashlib.sha256(json.dumps(campaign.model_dump(mode="json"), sort_keys=True).encode()).hexdigest()[:16]
+
+
+def duration_text(seconds: float) -> str:
+    """`1 h 02 min`, `3 min 05 s`, `42 s`."""
+    s = round(seconds)
+    if s >= 3600:
+        return f"{s // 3600} h {s % 3600 // 60:02d} min"
+    if s >= 60:
+        return f"{s // 60} min {s % 60:02d} s"
+    return f"{s} s"
+
+
+def plan_text(campaign: Campaign, units: list[Unit]) -> str:
+    """The plan as `--dry-run` prints it: per step and mode, the points, repetitions and
+    estimated time, then the total."""
+    lines = [f"campaign {campaign.name}: {len(units)} units on a testbed at {campaign.system.rate} "
+             f"(queue limit {campaign.system.queue_limit}), modes {', '.join(campaign.system.modes)}"]
+    groups: dict[tuple[str, str], list[Unit]] = {}
+    for u in units:
+        groups.setdefault((u.mode, u.step), []).append(u)
+    for (mode, step), members in groups.items():
+        points = sorted({point_label(u.params) for u in members}, key=[point_label(u.params) for u in members].index)
+        reps = max(u.repetition for u in members)
+        seconds = sum(u.estimate_s for u in members)
+        shown = "; ".join(points[:3]) + (f"; ... ({len(points)} points)" if len(points) > 3 else "")
+        lines.append(f"  {mode:7} {step:18} {len(points):3} points x {reps} rep.  {duration_text(seconds):>12}   {shown}")
+    lines.append(f"total (estimate, {TESTBED_S:g} s per testbed included): {duration_text(total_estimate_s(campaign, units))}")
+    return "\n".join(lines)

@@ -1,0 +1,205 @@
+"""A campaign's results directory (in the spirit of flent: everything needed to re-read a run).
+
+    OUT/campaign.yaml    the campaign file as given
+    OUT/metadata.json    host, kernel, CPU, tool versions, frerlab version and commit, the
+                         campaign's fingerprint, and every invocation (start, end, how it ended)
+    OUT/units/STEP/MODE/POINT/rK/
+                         the raw outputs of the unit's tools first (send.json, recv.json,
+                         iperf3.json, sockperf.txt, trials/NNN/...), then result.json, written
+                         last: a unit is done exactly when its result.json exists
+    OUT/summary.json, OUT/summary.csv
+                         per step, mode and point, every metric over the valid repetitions
+                         (n, mean, std, CV, 95 % interval), the flags seen, and FRER vs control
+                         (Welch's t-test, Hedges' g) where both modes ran
+
+Every file is written atomically, so Ctrl-C or a kill leaves finished units whole and an
+unfinished one without result.json; `--resume` redoes only those, after checking that the
+campaign is the same one (by fingerprint).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import platform
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from frerlab import __version__
+from frerlab.bench import stats
+from frerlab.bench.campaign import Campaign, Unit, fingerprint, plan
+from frerlab.errors import UsageError
+from frerlab.traffic.record import write_atomic
+
+ROOT = Path(__file__).resolve().parents[3]
+TOOLS = {"iperf3": ["iperf3", "--version"], "sockperf": ["sockperf", "--version"], "tshark": ["tshark", "--version"],
+         "tc": ["tc", "-V"]}
+
+
+class ResultsDir:
+    """The results directory of one campaign."""
+
+    def __init__(self, out: Path, campaign: Campaign, text: str) -> None:
+        self.out, self.campaign, self.text = Path(out), campaign, text
+
+    def open(self, resume: bool) -> list[str]:
+        """Creates the directory (or, with `resume`, checks it holds this campaign); returns the
+        ids of the units already done."""
+        meta_path = self.out / "metadata.json"
+        if meta_path.exists():
+            if not resume:
+                raise UsageError(f"{self.out} holds results already: give --resume to complete them, "
+                                 "or another --out")
+            meta = json.loads(meta_path.read_text())
+            if meta.get("fingerprint") != fingerprint(self.campaign):
+                raise UsageError(f"{self.out} holds results of another campaign ({meta.get('campaign')!r}, "
+                                 f"fingerprint {meta.get('fingerprint')}); --resume needs the same campaign file")
+        elif self.out.exists() and any(self.out.iterdir()):
+            raise UsageError(f"{self.out} exists and is not a campaign's results directory: give an empty or new --out")
+        self.out.mkdir(parents=True, exist_ok=True)
+        write_atomic(self.out / "campaign.yaml", self.text)
+        if not meta_path.exists():
+            write_atomic(meta_path, json.dumps(metadata(self.campaign), indent=1))
+        return [u.id for u in plan(self.campaign) if (self.unit_dir(u) / "result.json").exists()]
+
+    def unit_dir(self, unit: Unit) -> Path:
+        return self.out / "units" / unit.id
+
+    def start_unit(self, unit: Unit) -> Path:
+        """A clean directory for a unit about to run (what an interrupted try left is removed)."""
+        where = self.unit_dir(unit)
+        if where.exists():
+            shutil.rmtree(where)
+        where.mkdir(parents=True)
+        return where
+
+    def finish_unit(self, unit: Unit, result: dict[str, Any]) -> None:
+        write_atomic(self.unit_dir(unit) / "result.json", json.dumps(
+            {"unit": {"id": unit.id, "step": unit.step, "kind": unit.kind, "mode": unit.mode, "params": unit.params,
+                      "repetition": unit.repetition}, **result}, indent=1))
+
+    def results(self) -> list[dict[str, Any]]:
+        """Every finished unit's result, in plan order."""
+        found = []
+        for unit in plan(self.campaign):
+            path = self.unit_dir(unit) / "result.json"
+            if path.exists():
+                found.append(json.loads(path.read_text()))
+        return found
+
+    def log_run(self, started: float, how: str) -> None:
+        """Appends one invocation to metadata.json."""
+        path = self.out / "metadata.json"
+        meta = json.loads(path.read_text())
+        meta.setdefault("runs", []).append({"start": started, "end": time.time(), "ended": how})
+        write_atomic(path, json.dumps(meta, indent=1))
+
+    def write_summary(self) -> dict[str, Any]:
+        """summary.json and summary.csv from every finished unit."""
+        summary = summarize(self.results())
+        write_atomic(self.out / "summary.json", json.dumps(summary, indent=1))
+        write_atomic(self.out / "summary.csv", summary_csv(summary))
+        return summary
+
+
+def metadata(campaign: Campaign) -> dict[str, Any]:
+    """Who ran what, where, with which tools."""
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor())
+    return {"campaign": campaign.name, "fingerprint": fingerprint(campaign), "frerlab": __version__,
+            "commit": _commit(), "host": platform.node(), "kernel": platform.release(), "cpu": cpu,
+            "cpus": os.cpu_count(), "python": platform.python_version(), "tools": tool_versions(),
+            "created": time.time(), "runs": []}
+
+
+def _commit() -> str | None:
+    done = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
+    return done.stdout.strip() or None
+
+
+def tool_versions() -> dict[str, str | None]:
+    """The first line each tool prints about its version (None: not installed)."""
+    versions = {}
+    for name, argv in TOOLS.items():
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+            versions[name] = ((done.stdout or done.stderr).strip().splitlines() or [None])[0]
+        except (OSError, subprocess.TimeoutExpired):
+            versions[name] = None
+    return versions
+
+
+def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per (step, mode, point): each metric over the valid repetitions, and the flags; then
+    FRER vs control per (step, point, metric) where both have at least two valid values."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in results:
+        u = r["unit"]
+        groups.setdefault((u["step"], u["mode"], json.dumps(u["params"])), []).append(r)
+    rows = []
+    for (step, mode, params), members in groups.items():
+        valid = [m for m in members if m["valid"]]
+        flag_counts: dict[str, int] = {}
+        for m in members:
+            for name in {f["name"] for f in m["flags"]}:
+                flag_counts[name] = flag_counts.get(name, 0) + 1
+        metrics = {}
+        for name in dict.fromkeys(k for m in members for k in m["metrics"]):
+            values = [m["metrics"][name] for m in valid if m["metrics"].get(name) is not None]
+            metrics[name] = _summary(values)
+        rows.append({"step": step, "kind": members[0]["unit"]["kind"], "mode": mode, "params": json.loads(params),
+                     "units": len(members), "valid_units": len(valid), "flags": flag_counts, "metrics": metrics})
+    return {"groups": rows, "comparisons": _comparisons(rows, results)}
+
+
+def _summary(values: list[float]) -> dict[str, Any] | None:
+    if not values:
+        return None
+    s = stats.summarize(values)
+    return {"n": s.n, "mean": s.mean, "std": s.std, "cv": s.cv, "ci_low": s.low, "ci_high": s.high, "text": s.text()}
+
+
+def _comparisons(rows: list[dict], results: list[dict]) -> list[dict]:
+    values: dict[tuple, dict[str, list[float]]] = {}
+    for r in results:
+        if not r["valid"]:
+            continue
+        u = r["unit"]
+        for name, value in r["metrics"].items():
+            if value is not None:
+                values.setdefault((u["step"], json.dumps(u["params"]), name), {}).setdefault(u["mode"], []).append(value)
+    found = []
+    for (step, params, name), by_mode in values.items():
+        frer, control = by_mode.get("frer", []), by_mode.get("control", [])
+        if len(frer) < 2 or len(control) < 2:
+            continue
+        try:
+            c = stats.welch(frer, control)
+        except ValueError as err:  # no spread in either sample: t and g undefined
+            found.append({"step": step, "params": json.loads(params), "metric": name, "refused": str(err)})
+            continue
+        found.append({"step": step, "params": json.loads(params), "metric": name, "difference": c.difference,
+                      "ci_low": c.low, "ci_high": c.high, "t": c.t, "df": c.df, "p": c.p, "hedges_g": c.hedges_g,
+                      "significant": c.significant, "effect": c.size,
+                      "text": c.text(names=("frer", "control"))})
+    return found
+
+
+def summary_csv(summary: dict[str, Any]) -> str:
+    """One row per group and metric."""
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(["step", "mode", "params", "metric", "n", "mean", "std", "cv", "ci_low", "ci_high",
+                     "units", "valid_units", "flags"])
+    for g in summary["groups"]:
+        params = ";".join(f"{k}={v}" for k, v in g["params"].items())
+        flags = ";".join(f"{k}:{v}" for k, v in g["flags"].items())
+        for name, s in g["metrics"].items():
+            cells = [s[k] for k in ("n", "mean", "std", "cv", "ci_low", "ci_high")] if s else [0, "", "", "", "", ""]
+            writer.writerow([g["step"], g["mode"], params, name, *cells, g["units"], g["valid_units"], flags])
+    return out.getvalue()

@@ -1,0 +1,129 @@
+"""Running a campaign: the plan's units, mode by mode on a testbed of their own, each unit's
+result written as it finishes, a progress bar over the whole campaign (step, trial, ETA), and
+a summary at the end, also when the run is interrupted (Ctrl-C, SIGTERM) or a unit fails.
+
+A unit that fails (a tool error, a search whose every trial was invalid) is stored with a
+`failed` flag that invalidates it, and the campaign goes on. The testbed is named after the
+results directory, so a run killed with SIGKILL leaves namespaces that the next `--resume`
+removes before it starts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from frerlab.bench.campaign import Campaign, Unit, plan, point_label
+from frerlab.bench.results import ResultsDir
+from frerlab.bench.search import GeneratorShortfall
+from frerlab.bench.steps import Context, result, runners
+from frerlab.bench.trial import Flag, Target
+from frerlab.errors import ToolFailed
+from frerlab.testbed import bed
+
+#: The metrics a finished unit's line shows, per kind (every metric is in the results).
+HEADLINES = {
+    "tcp": ("throughput_mbps", "retransmits"),
+    "throughput": ("throughput_mbps_loss_0", "throughput_mbps_loss_1e-05", "throughput_mbps_loss_0.005", "trials"),
+    "latency": ("mean_us", "p99_9_us", "tsn_pass"),
+    "loss_vs_load": ("loss_percent", "sent_load_percent"),
+    "back_to_back": ("back_to_back_frames",),
+    "recovery": ("recovery_ms", "lost_during_overload"),
+    "failover": ("lost", "duplicates", "passed"),
+    "threshold_sweep": ("zero_loss_threshold_load", "loss_onset_load"),
+}
+
+
+def campaign_testbed(out: Path) -> str:
+    """The testbed of the campaign writing into `out`: the same for every run into it."""
+    return "bc" + hashlib.sha256(str(Path(out).resolve()).encode()).hexdigest()[:8]
+
+
+def run_campaign(campaign: Campaign, text: str, out: Path, resume: bool = False,
+                 console: Console | None = None) -> dict:
+    """Runs (or completes) the campaign into `out`; returns the summary."""
+    console = console or Console(stderr=True)
+    results = ResultsDir(out, campaign, text)
+    done = set(results.open(resume))
+    units = plan(campaign)
+    todo = [u for u in units if u.id not in done]
+    if done:
+        console.print(f"resuming: {len(done)} of {len(units)} units done already")
+    started, ended = time.time(), "interrupted"
+    name = campaign_testbed(out)
+    bed.down(name)  # what a killed run into the same directory left
+    kinds = runners()
+    columns = (TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TimeElapsedColumn(),
+               TextColumn("ETA"), TimeRemainingColumn())
+    try:
+        with Progress(*columns, console=console, transient=True) as bar:
+            task = bar.add_task(campaign.name, total=sum(u.estimate_s for u in units),
+                                completed=sum(u.estimate_s for u in units if u.id in done))
+            for mode in dict.fromkeys(u.mode for u in todo):
+                with bed.Testbed(**campaign.system.testbed_args(mode, name)) as tb:
+                    target = Target(tb.name, mode, campaign.system.rate_bps)
+                    for unit in (u for u in todo if u.mode == mode):
+                        where = results.start_unit(unit)
+                        label = f"{unit.step} {mode} {point_label(unit.params)} r{unit.repetition}"
+
+                        def note(text: str, label: str = label) -> None:
+                            bar.update(task, description=f"{label}: {text}")
+
+                        began = time.time()
+                        outcome = _run_unit(kinds[unit.kind], Context(target, where, note),
+                                            campaign.steps[unit.step_index], unit)
+                        outcome |= {"started": began, "elapsed_s": time.time() - began}
+                        results.finish_unit(unit, outcome)
+                        bar.console.print(unit_line(unit, outcome), soft_wrap=True, highlight=False)
+                        bar.advance(task, unit.estimate_s)
+        ended = "complete"
+    finally:
+        summary = results.write_summary()
+        results.log_run(started, ended)
+    return summary
+
+
+def _run_unit(run, ctx: Context, step, unit: Unit) -> dict:
+    try:
+        return run(ctx, step, unit.params)
+    except (ToolFailed, GeneratorShortfall, OSError) as err:
+        return result({}, [Flag("failed", str(err), True)], {})
+
+
+def unit_line(unit: Unit, outcome: dict) -> str:
+    """One line for a finished unit: its headline metrics and flags."""
+    shown = [f"{k} {_number(outcome['metrics'][k])}" for k in HEADLINES.get(unit.kind, ())
+             if outcome["metrics"].get(k) is not None]
+    flags = [f["name"] + ("" if f["invalidates"] else "?") for f in outcome["flags"]]
+    state = "ok" if outcome["valid"] else "INVALID"
+    return (f"{state:7} {unit.step} {unit.mode} {point_label(unit.params)} r{unit.repetition}: "
+            f"{', '.join(shown) or 'no figures'}" + (f"  [{', '.join(flags)}]" if flags else ""))
+
+
+def summary_lines(summary: dict) -> list[str]:
+    """The headline metrics of every group with their statistics, the flags seen, and the
+    FRER vs control comparisons of headline metrics."""
+    lines = []
+    for g in summary["groups"]:
+        head = f"{g['step']} {g['mode']} {point_label(g['params'])}"
+        flags = ", ".join(f"{name} in {count}" for name, count in g["flags"].items())
+        invalid = g["units"] - g["valid_units"]
+        lines.append(head + (f"  ({invalid} of {g['units']} units invalid)" if invalid else "")
+                     + (f"  flags: {flags}" if flags else ""))
+        for name in HEADLINES.get(g["kind"], ()):
+            if g["metrics"].get(name):
+                lines.append(f"    {name}: {g['metrics'][name]['text']}")
+    headline = {name for names in HEADLINES.values() for name in names}
+    found = [c for c in summary["comparisons"] if "text" in c and c["metric"] in headline]
+    if found:
+        lines.append("FRER vs control:")
+        lines += [f"    {c['step']} {point_label(c['params'])} {c['metric']}: {c['text']}" for c in found]
+    return lines
+
+
+def _number(value: float) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)

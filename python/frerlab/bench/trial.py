@@ -1,0 +1,231 @@
+"""One trial of frerlab's generator across the system under test, with what makes it valid.
+
+A trial offers `rate_fps` frames/s of one frame size for a duration, counts what the generator
+really sent and what the listener received, and records why its loss figure may not be the
+device's (RFC 2544 section 26 counts frames the DUT lost; the seeds counted whatever went
+missing):
+
+- `generator_shortfall`: the generator sent fewer than offered * (1 - tolerance) frames (or
+  itself reports falling behind): the offered load never existed. Invalid.
+- `sender_host_drops`: the talker's own egress queue dropped frames: lost before the DUT.
+  Invalid.
+- `receiver_socket_drops`: the listener's socket overflowed: lost after the DUT. Invalid.
+- `sender_cpu_saturated` / `receiver_cpu_saturated`: a generator process kept a core busy
+  (at least CPU_SATURATED of its wall time); `host_cpu_saturated`: all cores were (from
+  /proc/stat over the trial). Warnings: the numbers may be the hosts', not the DUT's.
+
+Counters are read only after the traffic stopped and the listener saw the end of the stream
+and lingered (`stream_across`), so frames in flight are not counted as lost. Raw reports are
+written by the tools into the trial's directory before anything is derived from them.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from frerlab.testbed import bed, plan
+from frerlab.traffic.across import stream_across
+from frerlab.traffic.record import write_atomic
+from frerlab.traffic.tools.base import wait_for_udp_port
+
+#: Fraction of wall time above which a process or the host counts as CPU-saturated.
+CPU_SATURATED = 0.95
+#: The listener stops this long after the last frame when no end-of-stream probe arrives (a
+#: full queue at the end of a trial drops them like any frame).
+IDLE_S = 1.0
+#: Ethernet preamble, start delimiter and inter-frame gap, per frame (RFC 2544 section 20).
+L1_EXTRA = 20
+
+
+@dataclass(frozen=True)
+class Flag:
+    """Why a trial's figures may not be the DUT's: a name, the evidence, and whether the trial
+    is invalid (must not be counted as the DUT's loss) or only suspect."""
+
+    name: str
+    detail: str
+    invalidates: bool
+
+
+@dataclass(frozen=True)
+class Target:
+    """A testbed that is up: where the generator and receiver run."""
+
+    testbed: str
+    mode: str
+    rate_bps: int
+
+    def line_rate_fps(self, frame_size: int) -> float:
+        """Frames/s of the testbed's rate at `frame_size`, preamble and gap included."""
+        return self.rate_bps / ((frame_size + L1_EXTRA) * 8)
+
+    def fps(self, frame_size: int, load_percent: float) -> float:
+        """Frames/s of `load_percent` of the line rate."""
+        return self.line_rate_fps(frame_size) * load_percent / 100
+
+    def prefix(self, host: str) -> list[str]:
+        return bed.prefix(self.testbed, host)
+
+
+@dataclass
+class TrialOutcome:
+    """What one trial counted, and its flags."""
+
+    frame_size: int
+    rate_fps: float
+    duration_s: float
+    offered: int
+    sent: int
+    received: int
+    duplicates: int
+    reordered: int
+    latency_ns: dict | None
+    drops_by_link: dict[str, int]
+    sender_cpu: float
+    receiver_cpu: float
+    host_cpu: float
+    flags: list[Flag] = field(default_factory=list)
+
+    @property
+    def lost(self) -> int:
+        return max(0, self.sent - self.received)
+
+    @property
+    def loss_ratio(self) -> float:
+        return self.lost / self.sent if self.sent else 0.0
+
+    @property
+    def valid(self) -> bool:
+        return not any(f.invalidates for f in self.flags)
+
+    def record(self) -> dict:
+        """Plain data for result files."""
+        return {**asdict(self), "lost": self.lost, "loss_ratio": self.loss_ratio, "valid": self.valid}
+
+
+def link_drops(testbed: str) -> dict[str, int]:
+    """Frames each shaped egress of the testbed has dropped so far, `host:interface` -> count."""
+    state = bed.read_state(testbed)
+    drops = {}
+    for link in bed.LINKS:
+        for role, ifname in (link.a, link.b):
+            drops[f"{role}:{ifname}"] = bed.qdisc_drops(state["namespaces"][role], ifname)
+    return drops
+
+
+def cpu_busy() -> tuple[int, int]:
+    """(busy, total) jiffies of all CPUs from /proc/stat."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    return sum(fields) - idle, sum(fields)
+
+
+def generator_trial(target: Target, frame_size: int, rate_fps: float, duration_s: float, out_dir: Path,
+                    send_tolerance: float = 0.001, burst: int | None = None,
+                    bin_frames: int | None = None) -> TrialOutcome:
+    """Runs one trial of `rate_fps` for `duration_s`, or (`burst`) one burst of that many
+    frames sent as fast as the generator can; raw reports go to `out_dir` (send.json,
+    recv.json, with per-`bin_frames` sequence bins if given), then trial.json."""
+    before, busy0 = link_drops(target.testbed), cpu_busy()
+    pace = ["--max-rate", "--count", str(burst)] if burst else ["--rate-fps", f"{rate_fps:.6g}", "--duration",
+                                                                  f"{duration_s:g}"]
+    reports = stream_across(target.prefix("talker"), target.prefix("listener"), plan.LISTENER_IP,
+                            [*pace, "--frame-size", str(frame_size)], out_dir, timeout_s=duration_s + 30,
+                            recv_args=["--idle", str(IDLE_S), *(["--interval-frames", str(bin_frames)] if bin_frames else [])])
+    after, busy1 = link_drops(target.testbed), cpu_busy()
+    sender, receiver = reports.sender, reports.receiver
+    streams = receiver["streams"]
+    stream = streams[0] if streams else None
+    offered = burst or round(rate_fps * duration_s)
+    outcome = TrialOutcome(
+        frame_size=frame_size, rate_fps=rate_fps, duration_s=duration_s, offered=offered,
+        sent=sender["frames_sent"], received=stream["unique"] if stream else 0,
+        duplicates=stream["duplicates"] if stream else 0, reordered=stream["reordered"] if stream else 0,
+        latency_ns=stream.get("latency_ns") if stream else None,
+        drops_by_link={k: after[k] - before[k] for k in after if after[k] != before[k]},
+        sender_cpu=sender["cpu"]["utilization"], receiver_cpu=receiver["cpu"]["utilization"],
+        host_cpu=(busy1[0] - busy0[0]) / max(1, busy1[1] - busy0[1]))
+    outcome.flags = flags(outcome, sender, receiver, send_tolerance)
+    write_atomic(out_dir / "trial.json", json.dumps(outcome.record(), indent=1))
+    return outcome
+
+
+def flags(t: TrialOutcome, sender: dict, receiver: dict, send_tolerance: float) -> list[Flag]:
+    """The validity flags of a trial (see the module doc)."""
+    found = []
+    short = (t.offered - t.sent) / t.offered if t.offered else 0.0
+    if short > send_tolerance or sender.get("shortfall"):
+        reason = sender.get("shortfall_reason") or "fewer frames than offered"
+        found.append(Flag("generator_shortfall", f"sent {t.sent} of {t.offered} offered frames ({short:.3%} short; "
+                                                 f"tolerance {send_tolerance:.3%}): {reason}", True))
+    host = t.drops_by_link.get(f"talker:{plan.HOST_PORT}", 0)
+    if host:
+        found.append(Flag("sender_host_drops", f"the talker's own egress queue dropped {host} frames "
+                                               "(offered beyond its link: lost before the DUT)", True))
+    socket_drops = receiver.get("socket_drops") or 0
+    if socket_drops:
+        found.append(Flag("receiver_socket_drops", f"the listener's socket dropped {socket_drops} frames "
+                                                   "(lost after the DUT)", True))
+    for who, value in (("sender", t.sender_cpu), ("receiver", t.receiver_cpu)):
+        if value >= CPU_SATURATED:
+            found.append(Flag(f"{who}_cpu_saturated", f"the {who} process used {value:.0%} of a core", False))
+    if t.host_cpu >= CPU_SATURATED:
+        found.append(Flag("host_cpu_saturated", f"all CPUs were {t.host_cpu:.0%} busy during the trial", False))
+    return found
+
+
+#: UDP port of background load (the measured stream uses stream_across's 5555).
+BACKGROUND_PORT = 5556
+
+
+class Background:
+    """Background load while something else is measured: frerlab's generator sending
+    `rate_fps` frames/s for `duration_s` from talker to listener, into a receiver of its own on
+    BACKGROUND_PORT (so no ICMP errors come back). Both raw reports go to `out_dir`
+    (bg-send.json, bg-recv.json); `reports()` reads them once the `with` block has ended."""
+
+    def __init__(self, target: Target, frame_size: int, rate_fps: float, duration_s: float, out_dir: Path,
+                 stream_id: int = 1) -> None:
+        self.out_dir = out_dir
+        cli = [sys.executable, "-m", "frerlab.cli", "gen"]
+        self.recv_argv = [*target.prefix("listener"), *cli, "recv", "--port", str(BACKGROUND_PORT), "--duration",
+                          f"{duration_s + 30:g}", "--linger", "0.3", "--output", str(out_dir / "bg-recv.json")]
+        self.send_argv = [*target.prefix("talker"), *cli, "send", "--dst", plan.LISTENER_IP, "--port",
+                          str(BACKGROUND_PORT), "--rate-fps", f"{rate_fps:.6g}", "--duration", f"{duration_s:g}",
+                          "--frame-size", str(frame_size), "--stream-id", str(stream_id),
+                          "--output", str(out_dir / "bg-send.json")]
+        self.listener = target.prefix("listener")
+        self.processes: list[subprocess.Popen] = []
+
+    def __enter__(self) -> Background:
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self.processes.append(subprocess.Popen(self.recv_argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
+            wait_for_udp_port(self.listener, BACKGROUND_PORT)
+            self.processes.append(subprocess.Popen(self.send_argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
+        except BaseException:
+            self.stop(at_once=True)
+            raise
+        return self
+
+    def __exit__(self, exc_type: type | None, *exc: object) -> None:
+        self.stop(at_once=exc_type is not None)
+
+    def stop(self, at_once: bool) -> None:
+        """Waits for the sender to finish and the receiver to see the end (`at_once`: does not
+        wait); kills what remains."""
+        for proc in reversed(self.processes):
+            try:
+                proc.wait(timeout=0 if at_once else 60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+    def reports(self) -> tuple[dict, dict]:
+        """The background stream's raw sender and receiver reports."""
+        return (json.loads((self.out_dir / "bg-send.json").read_text()),
+                json.loads((self.out_dir / "bg-recv.json").read_text()))

@@ -1,0 +1,206 @@
+"""Benchmark campaigns on real testbeds: the quick campaign against the truth of a DUT whose
+capacity is known (paths shaped below the hosts' links), the validity flags raised by real
+trials (a generator asked for more than it can send, a talker offering beyond its link, a
+listener that stops reading), and an interrupted campaign completed by --resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import NEEDS_BPF, ROOT
+from frerlab.bench.run import campaign_testbed
+from frerlab.bench.trial import Target, generator_trial
+from frerlab.testbed import bed
+
+pytestmark = NEEDS_BPF
+CLI = [sys.executable, "-m", "frerlab.cli"]
+
+#: quick.yaml's DUT: paths at 10 Mbit/s behind 20 Mbit/s host links, 32 KiB queues.
+PATH_BPS, LINK_BPS, QUEUE = 10e6, 20e6, 32768
+#: What a frame of F bytes (FCS included) occupies in a path's token bucket: the kernel counts
+#: it without FCS; with FRER it carries a VLAN tag and an R-TAG (4 + 6 bytes).
+ON_PATH = {"frer": -4 + 10, "control": -4}
+
+
+def capacity_fps(mode: str, frame: int, duration_s: float) -> float:
+    """Frames/s a path forwards over a trial of `duration_s`: its rate, plus what its queue and
+    its token bucket's burst (at least two 1506-byte frames, and 1 ms) absorb once."""
+    size = frame + ON_PATH[mode]
+    burst = max(2 * 1506 + 64, PATH_BPS / 8 / 1000)
+    return PATH_BPS / (size * 8) + (QUEUE + burst) / size / duration_s
+
+
+def line_fps(frame: int) -> float:
+    return LINK_BPS / ((frame + 20) * 8)
+
+
+def metrics(out: Path, unit_id: str) -> dict:
+    return json.loads((out / "units" / unit_id / "result.json").read_text())["metrics"]
+
+
+def test_quick_campaign_measures_the_known_dut_in_under_three_minutes(tmp_path):
+    out = tmp_path / "quick"
+    started = time.monotonic()
+    done = subprocess.run([*CLI, "bench", "run", str(ROOT / "campaigns" / "quick.yaml"), "--out", str(out)],
+                          capture_output=True, text=True, timeout=600)
+    took = time.monotonic() - started
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert took < 180, f"the quick campaign took {took:.0f} s"
+    assert campaign_testbed(out) not in bed.running()
+    meta = json.loads((out / "metadata.json").read_text())
+    assert meta["runs"][-1]["ended"] == "complete" and meta["commit"] and meta["tools"]["iperf3"]
+    assert (out / "campaign.yaml").read_text() == (ROOT / "campaigns" / "quick.yaml").read_text()
+    results = [json.loads(p.read_text()) for p in (out / "units").rglob("result.json")]
+    assert len(results) == 22 and all(r["valid"] for r in results), [r["flags"] for r in results if not r["valid"]]
+    # raw outputs first: every tool's own file is there beside the result
+    assert (out / "units/tcp/frer/duration_s=2/r1/iperf3.json").exists()
+    assert (out / "units/latency/frer/tool=sockperf,frame_size=512,load=0/r1/sockperf.txt").exists()
+    assert (out / "units/throughput/frer/frame_size=1024/r1/trials/000/send.json").exists()
+    assert (out / "units/latency/frer/tool=oneway,frame_size=512,load=30/r1/bg-recv.json").exists()
+
+    # throughput (MLR): NDR within 2 % of the truth over its 2 s final trials
+    ndr = metrics(out, "throughput/frer/frame_size=1024/r1")["throughput_fps_loss_0"]
+    assert ndr == pytest.approx(capacity_fps("frer", 1024, 2.0), rel=0.02)
+    # loss vs load: none at 40 %, the excess over the capacity at 60 %, in both modes
+    for mode in ("frer", "control"):
+        for r in (1, 2):
+            assert metrics(out, f"loss_vs_load/{mode}/frame_size=1024,load=40/r{r}")["loss_percent"] == 0
+            offered = line_fps(1024) * 0.6
+            expected = (1 - capacity_fps(mode, 1024, 1.0) / offered) * 100
+            measured = metrics(out, f"loss_vs_load/{mode}/frame_size=1024,load=60/r{r}")["loss_percent"]
+            assert measured == pytest.approx(expected, abs=1.0), mode
+    # threshold sweep: the verified zero-loss load is at most the truth over 2 s and within a
+    # fine step (2 %) and a verify step below it
+    sweep = metrics(out, "threshold_sweep/frer/frame_size=1024/r1")
+    truth_load = capacity_fps("frer", 1024, 2.0) / line_fps(1024) * 100
+    assert truth_load - 4.5 <= sweep["zero_loss_threshold_load"] <= truth_load
+    assert sweep["loss_onset_load"] > sweep["zero_loss_threshold_load"]
+    # back-to-back: the path's queue absorbs a burst arriving at twice its rate; about 2 x
+    # (queue + burst) / frame, so between a quarter and the whole of twice that
+    b2b = metrics(out, "back_to_back/frer/frame_size=1024/r1")["back_to_back_frames"]
+    assert 15 <= b2b <= 2 * (QUEUE + 3076) / 1030
+    recovery = metrics(out, "recovery/frer/frame_size=1024/r1")
+    assert recovery["lost_during_overload"] > 0 and 0 <= recovery["recovery_ms"] < 100
+    frer, control = metrics(out, "failover/frer/load=20/r1"), metrics(out, "failover/control/load=20/r1")
+    assert (frer["lost"], frer["duplicates"], frer["passed"]) == (0, 0, 1.0)
+    assert control["lost"] > 0
+    for tool in ("sockperf", "oneway"):
+        for load in (0, 30):
+            m = metrics(out, f"latency/frer/tool={tool},frame_size=512,load={load}/r1")
+            assert m["samples"] > 100 and 0 < m["min_us"] <= m["mean_us"] <= m["max_us"]
+            assert m["p99_9_us"] is None and m["tsn_pass"] is None  # too few samples for P99.9
+    summary = json.loads((out / "summary.json").read_text())
+    assert any(c["metric"] == "throughput_mbps" and c["step"] == "tcp" for c in summary["comparisons"])
+    assert "FRER vs control:" in done.stdout and "results in" in done.stdout
+
+
+@pytest.fixture(scope="module")
+def slow_bed():
+    with bed.Testbed(name=f"bt{os.getpid() % 100000}", mode="control", rate="10Mbps") as tb:
+        yield Target(tb.name, "control", 10_000_000)
+
+
+def test_a_generator_that_cannot_send_the_offered_rate_makes_the_trial_invalid(slow_bed, tmp_path):
+    t = generator_trial(slow_bed, 64, 5_000_000, 0.5, tmp_path)
+    assert t.sent < t.offered / 2
+    assert [f.name for f in t.flags if f.invalidates] == ["generator_shortfall"] and not t.valid
+    assert json.loads((tmp_path / "trial.json").read_text())["valid"] is False
+
+
+def test_a_talker_offering_beyond_its_link_is_flagged_as_lost_before_the_dut(slow_bed, tmp_path):
+    # 300 % of the line rate for 2 s: 4 MB more than the link carries, the talker's queue holds 1.5 MB
+    t = generator_trial(slow_bed, 1518, slow_bed.fps(1518, 300), 2.0, tmp_path)
+    host = t.drops_by_link.get("talker:eth0", 0)
+    assert host > 0 and "sender_host_drops" in [f.name for f in t.flags] and not t.valid
+    # what the talker dropped (data frames, and maybe the 3 end-of-stream probes) is part of the
+    # loss, and is not the DUT's
+    assert t.lost >= host - 3
+
+
+def test_a_listener_that_stops_reading_is_flagged_as_lost_after_the_dut(slow_bed, tmp_path):
+    listener_ns = bed.read_state(slow_bed.testbed)["namespaces"]["listener"]
+
+    def pause_receiver() -> None:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            in_ns = set(subprocess.run(["ip", "netns", "pids", listener_ns], capture_output=True,
+                                       text=True).stdout.split())
+            recv = set(subprocess.run(["pgrep", "-f", "frerlab.cli gen recv"], capture_output=True,
+                                      text=True).stdout.split())
+            if in_ns & recv:
+                time.sleep(0.8)  # the sender has started
+                pids = [int(p) for p in in_ns & recv]
+                for pid in pids:
+                    os.kill(pid, signal.SIGSTOP)
+                time.sleep(8.0)
+                for pid in pids:
+                    os.kill(pid, signal.SIGCONT)
+                return
+            time.sleep(0.05)
+
+    pauser = threading.Thread(target=pause_receiver)
+    pauser.start()
+    # the receiver asks for a 32 MiB socket buffer: 8 s of 13,400 small frames/s overflow it
+    t = generator_trial(slow_bed, 64, slow_bed.fps(64, 90), 10.0, tmp_path)
+    pauser.join()
+    receiver = json.loads((tmp_path / "recv.json").read_text())
+    assert receiver["socket_drops"] > 0
+    assert "receiver_socket_drops" in [f.name for f in t.flags] and not t.valid
+
+
+RESUMABLE = """
+name: resumable
+system: {modes: [control], rate: 20Mbps}
+steps:
+  - kind: loss_vs_load
+    frame_sizes: [512]
+    loads: [10, 20, 30, 40, 50]
+    trial_s: 0.5
+"""
+
+
+def test_an_interrupted_campaign_is_consistent_and_resume_completes_it_without_redoing(tmp_path):
+    campaign = tmp_path / "c.yaml"
+    campaign.write_text(RESUMABLE)
+    out = tmp_path / "out"
+    run = subprocess.Popen([*CLI, "bench", "run", str(campaign), "--out", str(out)], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while len(list(out.rglob("result.json"))) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    run.send_signal(signal.SIGINT)
+    stdout, _ = run.communicate(timeout=60)
+    assert run.returncode == 130 and "--resume" in stdout
+    assert campaign_testbed(out) not in bed.running()
+    meta = json.loads((out / "metadata.json").read_text())
+    assert meta["runs"][-1]["ended"] == "interrupted"
+    finished = {p: p.read_text() for p in out.rglob("result.json")}
+    assert 2 <= len(finished) < 5
+    assert all(json.loads(text)["valid"] for text in finished.values())
+    before = {p: p.stat().st_mtime_ns for p in finished}
+
+    other = tmp_path / "other.yaml"
+    other.write_text(RESUMABLE.replace("trial_s: 0.5", "trial_s: 0.6"))
+    refused = subprocess.run([*CLI, "bench", "run", str(other), "--out", str(out), "--resume"],
+                             capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2 and "another campaign" in refused.stderr
+
+    done = subprocess.run([*CLI, "bench", "run", str(campaign), "--out", str(out), "--resume"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert f"resuming: {len(finished)} of 5 units done already" in done.stderr
+    assert len(list(out.rglob("result.json"))) == 5
+    assert all(p.stat().st_mtime_ns == before[p] and p.read_text() == finished[p] for p in finished)
+    meta = json.loads((out / "metadata.json").read_text())
+    assert [r["ended"] for r in meta["runs"]] == ["interrupted", "complete"]
+    summary = json.loads((out / "summary.json").read_text())
+    assert len(summary["groups"]) == 5 and all(g["valid_units"] == 1 for g in summary["groups"])
