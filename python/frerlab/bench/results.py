@@ -101,10 +101,15 @@ class ResultsDir:
 
     def write_summary(self) -> dict[str, Any]:
         """summary.json and summary.csv from every finished unit."""
-        summary = summarize(self.results())
-        write_atomic(self.out / "summary.json", json.dumps(summary, indent=1))
-        write_atomic(self.out / "summary.csv", summary_csv(summary))
-        return summary
+        return write_summary(self.out, self.results())
+
+
+def write_summary(out: Path, results: list[dict[str, Any]]) -> dict[str, Any]:
+    """summary.json and summary.csv of `results` into `out`."""
+    summary = summarize(results)
+    write_atomic(out / "summary.json", json.dumps(summary, indent=1))
+    write_atomic(out / "summary.csv", summary_csv(summary))
+    return summary
 
 
 def metadata(campaign: Campaign) -> dict[str, Any]:

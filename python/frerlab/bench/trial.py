@@ -193,7 +193,8 @@ class Background:
         self.out_dir = out_dir
         cli = [sys.executable, "-m", "frerlab.cli", "gen"]
         self.recv_argv = [*target.prefix("listener"), *cli, "recv", "--port", str(BACKGROUND_PORT), "--duration",
-                          f"{duration_s + 30:g}", "--linger", "0.3", "--output", str(out_dir / "bg-recv.json")]
+                          f"{duration_s + 30:g}", "--linger", "0.3", "--idle", str(IDLE_S),
+                          "--output", str(out_dir / "bg-recv.json")]
         self.send_argv = [*target.prefix("talker"), *cli, "send", "--dst", plan.LISTENER_IP, "--port",
                           str(BACKGROUND_PORT), "--rate-fps", f"{rate_fps:.6g}", "--duration", f"{duration_s:g}",
                           "--frame-size", str(frame_size), "--stream-id", str(stream_id),
