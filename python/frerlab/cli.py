@@ -25,6 +25,7 @@ AREAS = [
     "frerlab.dataplane.cli",
     "frerlab.testbed.cli",
     "frerlab.bench.cli",
+    "frerlab.remote.cli",
 ]
 
 EPILOG = """examples:
