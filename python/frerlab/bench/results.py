@@ -1,6 +1,6 @@
 """A campaign's results directory (in the spirit of flent: everything needed to re-read a run).
 
-    OUT/campaign.yaml    the campaign file as given
+    OUT/campaign.yaml    the campaign file as given (by the run that created the directory)
     OUT/metadata.json    host, kernel, CPU, tool versions, frerlab version and commit, the
                          campaign's fingerprint, and every invocation (start, end, how it ended)
     OUT/units/STEP/MODE/POINT/rK/
@@ -61,9 +61,9 @@ class ResultsDir:
                                  f"fingerprint {meta.get('fingerprint')}); --resume needs the same campaign file")
         elif self.out.exists() and any(self.out.iterdir()):
             raise UsageError(f"{self.out} exists and is not a campaign's results directory: give an empty or new --out")
-        self.out.mkdir(parents=True, exist_ok=True)
-        write_atomic(self.out / "campaign.yaml", self.text)
         if not meta_path.exists():
+            self.out.mkdir(parents=True, exist_ok=True)
+            write_atomic(self.out / "campaign.yaml", self.text)
             write_atomic(meta_path, json.dumps(metadata(self.campaign), indent=1))
         return [u.id for u in plan(self.campaign) if (self.unit_dir(u) / "result.json").exists()]
 

@@ -133,9 +133,10 @@ def generator_trial(target: Target, frame_size: int, rate_fps: float, duration_s
     before, busy0 = link_drops(target.testbed), cpu_busy()
     pace = ["--max-rate", "--count", str(burst)] if burst else ["--rate-fps", f"{rate_fps:.6g}", "--duration",
                                                                   f"{duration_s:g}"]
+    bins = ["--interval-frames", str(bin_frames)] if bin_frames else []
     reports = stream_across(target.prefix("talker"), target.prefix("listener"), plan.LISTENER_IP,
                             [*pace, "--frame-size", str(frame_size)], out_dir, timeout_s=duration_s + 30,
-                            recv_args=["--idle", str(IDLE_S), *(["--interval-frames", str(bin_frames)] if bin_frames else [])])
+                            recv_args=["--idle", str(IDLE_S), *bins])
     after, busy1 = link_drops(target.testbed), cpu_busy()
     sender, receiver = reports.sender, reports.receiver
     streams = receiver["streams"]
