@@ -135,7 +135,7 @@ def outcome(**changes) -> TrialOutcome:
 ])
 def test_each_validity_flag_is_raised_by_its_evidence_alone(changes, sender, receiver, expected):
     t = outcome(**changes)
-    t.flags = flags(t, sender, receiver, send_tolerance=0.001)
+    t.flags = flags(t, sender, receiver, send_tolerance=0.001, talker_egress="talker:eth0")
     assert [(f.name, f.invalidates) for f in t.flags] == expected
     assert t.valid == (not any(invalid for _, invalid in expected))
 

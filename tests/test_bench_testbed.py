@@ -18,7 +18,8 @@ import pytest
 
 from conftest import NEEDS_BPF, ROOT
 from frerlab.bench.run import campaign_testbed
-from frerlab.bench.trial import Target, generator_trial
+from frerlab.bench import target
+from frerlab.bench.trial import generator_trial
 from frerlab.testbed import bed
 
 pytestmark = NEEDS_BPF
@@ -106,7 +107,7 @@ def test_quick_campaign_measures_the_known_dut_in_under_three_minutes(tmp_path):
 @pytest.fixture(scope="module")
 def slow_bed():
     with bed.Testbed(name=f"bt{os.getpid() % 100000}", mode="control", rate="10Mbps") as tb:
-        yield Target(tb.name, "control", 10_000_000)
+        yield target.TestbedTarget("control", 10_000_000, testbed=tb.name)
 
 
 def test_a_generator_that_cannot_send_the_offered_rate_makes_the_trial_invalid(slow_bed, tmp_path):

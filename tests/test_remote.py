@@ -1,6 +1,6 @@
-"""Real hosts over SSH, against a real OpenSSH server: sshd runs in a network namespace of its
-own with host and client keys made for the test, reached over a veth from this namespace
-(198.18.3.0/30). Commands, parallel runs, files fetched back, background processes stopped
+"""Real hosts over SSH, against a real OpenSSH server (tests/sshd.py): sshd runs in a network
+namespace of its own with host and client keys made for the test, reached over a veth from
+this namespace (198.18.3.0/30). Commands, parallel runs, files fetched back, background processes stopped
 when the session ends (also after an error), jump hosts, pre-flight, and the faults: host
 unreachable, authentication refused, host key unknown, a tool missing, a process killed."""
 
@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -17,65 +16,33 @@ from pathlib import Path
 import pytest
 
 from conftest import NEEDS_BPF
+from sshd import PORT, SSHD, OpenSshServer
 from frerlab.remote.hosts import Hosts, SshTarget
 from frerlab.remote.preflight import clock_state, one_way_latency_allowed, preflight
 from frerlab.remote.ssh import RemoteError, Session
 
-pytestmark = [*NEEDS_BPF, pytest.mark.skipif(shutil.which("sshd") is None and not Path("/usr/sbin/sshd").exists(),
+pytestmark = [*NEEDS_BPF, pytest.mark.skipif(not Path(SSHD).exists(),
                                             reason="OpenSSH server not installed (Debian: openssh-server)")]
-SERVER_IP, CLIENT_IP, PORT = "198.18.3.2", "198.18.3.1", 2222
+SERVER_IP, CLIENT_IP = "198.18.3.2", "198.18.3.1"
 CLI = [sys.executable, "-m", "frerlab.cli"]
-
-
-def keygen(path: Path) -> None:
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)], check=True)
 
 
 @pytest.fixture(scope="module")
 def sshd(tmp_path_factory):
-    """An sshd in namespace `fsshPID` listening on SERVER_IP:PORT; yields (dir, known_hosts,
-    client key); removes the namespace, the veth and the server afterwards."""
-    tmp = tmp_path_factory.mktemp("sshd")
-    ns, veth = f"fssh{os.getpid()}", f"fssh{os.getpid() % 100000}"
-    keygen(tmp / "host_key")
-    keygen(tmp / "client_key")
-    keygen(tmp / "other_key")
-    shutil.copy(tmp / "client_key.pub", tmp / "authorized_keys")
-    (tmp / "known_hosts").write_text(f"[{SERVER_IP}]:{PORT} {(tmp / 'host_key.pub').read_text()}")
-    (tmp / "sshd_config").write_text(
-        f"Port {PORT}\nListenAddress {SERVER_IP}\nHostKey {tmp / 'host_key'}\nAuthorizedKeysFile {tmp / 'authorized_keys'}\n"
-        f"PidFile {tmp / 'sshd.pid'}\nStrictModes no\nUsePAM no\nPermitRootLogin prohibit-password\n"
-        "PasswordAuthentication no\nKbdInteractiveAuthentication no\nAllowTcpForwarding yes\n"
-        "Subsystem sftp internal-sftp\n")
-    Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation directory
-    server = None
+    """An sshd in namespace `fsshPID` listening on SERVER_IP:PORT; yields its directory and
+    namespace; removes the namespace, the veth and the server afterwards."""
+    ns = f"fssh{os.getpid()}"
     try:
-        subprocess.run(["ip", "netns", "add", ns], check=True)
-        subprocess.run(["ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", ns], check=True)
-        subprocess.run(["ip", "addr", "add", f"{CLIENT_IP}/30", "dev", veth], check=True)
-        subprocess.run(["ip", "link", "set", veth, "up"], check=True)
-        for argv in (["ip", "addr", "add", f"{SERVER_IP}/30", "dev", "eth0"], ["ip", "link", "set", "eth0", "up"],
-                     ["ip", "link", "set", "lo", "up"]):
-            subprocess.run(["ip", "netns", "exec", ns, *argv], check=True)
-        server = subprocess.Popen(["ip", "netns", "exec", ns, "/usr/sbin/sshd", "-D", "-e", "-f", str(tmp / "sshd_config")],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 10
-        while not subprocess.run(["ip", "netns", "exec", ns, "ss", "-Hltn", f"sport = :{PORT}"], capture_output=True,
-                                 text=True).stdout.strip():
-            assert time.monotonic() < deadline and server.poll() is None, "sshd did not start"
-            time.sleep(0.05)
-        yield {"dir": tmp, "ns": ns}
+        with OpenSshServer(ns, f"fssh{os.getpid() % 100000}", CLIENT_IP, SERVER_IP,
+                           tmp_path_factory.mktemp("sshd")) as server:
+            yield {"dir": server.tmp, "ns": ns}
     finally:
-        if server:
-            server.terminate()
-            server.wait(timeout=10)
-        subprocess.run(["ip", "link", "del", veth], capture_output=True)
         subprocess.run(["ip", "netns", "del", ns], capture_output=True)
 
 
 def target(sshd, **changes) -> SshTarget:
     base = dict(host=SERVER_IP, port=PORT, user="root", key=sshd["dir"] / "client_key",
-                known_hosts=sshd["dir"] / "known_hosts", interface="eth0", connect_timeout_s=5)
+                known_hosts=sshd["dir"] / "known_hosts", interface="mgmt", connect_timeout_s=5)
     return SshTarget(**{**base, **changes})
 
 
@@ -96,7 +63,7 @@ def test_commands_run_in_parallel_and_files_come_back(sshd, tmp_path):
         done = s.run_all({"talker": ["sh", "-c", "sleep 1; echo t"], "listener": ["sh", "-c", "sleep 1; echo l"]})
         assert time.monotonic() - started < 1.9, "the two commands ran one after the other"
         assert (done["talker"].stdout, done["listener"].stdout) == ("t\n", "l\n")
-        assert s.run("talker", ["ip", "-4", "-o", "addr", "show", "dev", "eth0"]).stdout.split()[3] == f"{SERVER_IP}/30"
+        assert s.run("talker", ["ip", "-4", "-o", "addr", "show", "dev", "mgmt"]).stdout.split()[3] == f"{SERVER_IP}/30"
         s.run("listener", ["sh", "-c", "echo '{\"x\": 1}' > /tmp/frerlab-remote-test.json"])
         s.fetch("listener", "/tmp/frerlab-remote-test.json", tmp_path / "got.json")
         s.run("listener", ["rm", "/tmp/frerlab-remote-test.json"])
@@ -178,13 +145,13 @@ def test_the_clock_allows_one_way_latency_only_within_its_error_bound():
 
 def test_hosts_check_command(sshd, tmp_path):
     t = {"host": SERVER_IP, "port": PORT, "key": str(sshd["dir"] / "client_key"),
-         "known_hosts": str(sshd["dir"] / "known_hosts"), "interface": "eth0"}
+         "known_hosts": str(sshd["dir"] / "known_hosts"), "interface": "mgmt"}
     (tmp_path / "hosts.yaml").write_text(json.dumps({"talker": t, "listener": t}))
     done = subprocess.run([*CLI, "hosts", "check", str(tmp_path / "hosts.yaml")], capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 0, done.stderr
     assert f"talker root@{SERVER_IP}:{PORT}: iperf3 iperf 3" in done.stdout
-    assert "interface eth0: up, MTU 1500, 10000 Mb/s full duplex" in done.stdout
+    assert "interface mgmt: up, MTU 1500, 10000 Mb/s full duplex" in done.stdout
     assert "one-way latency: no, RTT/2 instead" in done.stdout
     (tmp_path / "bad.yaml").write_text(json.dumps({"talker": {**t, "port": 0}, "listener": t}))
     bad = subprocess.run([*CLI, "hosts", "check", str(tmp_path / "bad.yaml")], capture_output=True, text=True,

@@ -15,12 +15,13 @@ end, are estimated from their parameters.
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from frerlab.errors import UsageError
 from frerlab.names import check_name
@@ -55,7 +56,7 @@ class _Model(BaseModel):
 
 
 class System(_Model):
-    """The system under test: a frerlab testbed (frerlab.testbed.bed.Settings)."""
+    """The system under test: a frerlab testbed (frerlab.testbed.bed.Settings), one per mode."""
 
     kind: Literal["testbed"] = "testbed"
     modes: list[Mode] = Field(["frer", "control"], min_length=1, max_length=2)
@@ -87,6 +88,45 @@ class System(_Model):
     def rate_bps(self) -> int:
         """The testbed's link rate in bit/s."""
         return rate_bps(self.rate)
+
+    def describe(self) -> str:
+        return f"a testbed at {self.rate} (queue limit {self.queue_limit})"
+
+
+def _address(value: str) -> str:
+    try:
+        return str(ipaddress.IPv4Address(value))
+    except ValueError:
+        raise ValueError(f"listener_address {value!r} is not an IPv4 address") from None
+
+
+def _line_rate(value: str) -> str:
+    if not 1e6 <= rate_bps(value) <= 4e11:
+        raise ValueError(f"rate {value} is out of range (1Mbps..400Gbps)")
+    return value
+
+
+class HostsSystem(_Model):
+    """Real hosts over SSH (frerlab.remote.hosts): the network between them is what it is, so
+    one mode, naming what it does; `rate` is the line rate of the talker's link."""
+
+    kind: Literal["hosts"]
+    hosts: Path = Field(description="the hosts file: talker and listener (docs/remote.md)")
+    mode: Mode
+    rate: Annotated[str, AfterValidator(_line_rate)]
+    listener_address: Annotated[str, AfterValidator(_address)]
+    frerlab: list[str] = Field(["frerlab"], min_length=1, description="the command that runs frerlab on the hosts")
+
+    @property
+    def modes(self) -> list[str]:
+        return [self.mode]
+
+    @property
+    def rate_bps(self) -> int:
+        return rate_bps(self.rate)
+
+    def describe(self) -> str:
+        return f"the hosts of {self.hosts} at {self.rate}"
 
 
 class _Step(_Model):
@@ -319,16 +359,28 @@ Step = Annotated[Union[Tcp, Throughput, Latency, LossVsLoad, BackToBack, Recover
 KINDS = ("tcp", "throughput", "latency", "loss_vs_load", "back_to_back", "recovery", "failover", "threshold_sweep")
 
 
+def _testbed_by_default(value: Any) -> Any:
+    """A system without `kind` is a testbed."""
+    return {"kind": "testbed", **value} if isinstance(value, dict) and "kind" not in value else value
+
+
 class Campaign(_Model):
     """A campaign file."""
 
     name: Annotated[str, _named("campaign")]
     description: str = ""
-    system: System = System()
+    system: Annotated[Union[System, HostsSystem], Field(discriminator="kind"),
+                      BeforeValidator(_testbed_by_default)] = System()
     steps: list[Step] = Field(min_length=1, max_length=100)
 
     @model_validator(mode="after")
     def _unique_names(self) -> Campaign:
+        if isinstance(self.system, HostsSystem):
+            for i, step in enumerate(self.steps):
+                if step.kind == "failover":
+                    raise ValueError(f"step {i} (failover) needs a testbed: on real hosts nothing can cut a path yet")
+                if step.modes and step.modes != [self.system.mode]:
+                    raise ValueError(f"step {i} runs in modes {step.modes}, the hosts are {self.system.mode!r}")
         seen = set()
         for i, step in enumerate(self.steps):
             name = step_name(self, i)
@@ -432,8 +484,8 @@ def duration_text(seconds: float) -> str:
 def plan_text(campaign: Campaign, units: list[Unit]) -> str:
     """The plan as `--dry-run` prints it: per step and mode, the points, repetitions and
     estimated time, then the total."""
-    lines = [f"campaign {campaign.name}: {len(units)} units on a testbed at {campaign.system.rate} "
-             f"(queue limit {campaign.system.queue_limit}), modes {', '.join(campaign.system.modes)}"]
+    lines = [f"campaign {campaign.name}: {len(units)} units on {campaign.system.describe()}, "
+             f"modes {', '.join(campaign.system.modes)}"]
     groups: dict[tuple[str, str], list[Unit]] = {}
     for u in units:
         groups.setdefault((u.mode, u.step), []).append(u)

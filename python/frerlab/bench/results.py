@@ -92,6 +92,11 @@ class ResultsDir:
                 found.append(json.loads(path.read_text()))
         return found
 
+    def add_metadata(self, key: str, value: Any) -> None:
+        """Records `value` under `key` in metadata.json."""
+        path = self.out / "metadata.json"
+        write_atomic(path, json.dumps({**json.loads(path.read_text()), key: value}, indent=1))
+
     def log_run(self, started: float, how: str) -> None:
         """Appends one invocation to metadata.json."""
         path = self.out / "metadata.json"

@@ -5,24 +5,29 @@ a summary at the end, also when the run is interrupted (Ctrl-C, SIGTERM) or a un
 A unit that fails (a tool error, a search whose every trial was invalid) is stored with a
 `failed` flag that invalidates it, and the campaign goes on. The testbed is named after the
 results directory, so a run killed with SIGKILL leaves namespaces that the next `--resume`
-removes before it starts.
+removes before it starts. On real hosts (a `hosts` system) there is no testbed: the hosts are
+checked first (pre-flight, recorded in metadata.json) and the tools run there over SSH.
 """
 
 from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from frerlab.bench.campaign import Campaign, Unit, plan, point_label
+from frerlab.bench.campaign import Campaign, HostsSystem, Unit, plan, point_label
 from frerlab.bench.results import ResultsDir
 from frerlab.bench.search import GeneratorShortfall
 from frerlab.bench.steps import Context, result, runners
-from frerlab.bench.trial import Flag, Target
-from frerlab.errors import ToolFailed
+from frerlab.bench.target import HostsTarget, Target, TestbedTarget
+from frerlab.bench.trial import Flag
+from frerlab.errors import ToolFailed, UsageError
+from frerlab.remote.hosts import read_hosts
 from frerlab.testbed import bed
 
 #: The metrics a finished unit's line shows, per kind (every metric is in the results).
@@ -64,8 +69,7 @@ def run_campaign(campaign: Campaign, text: str, out: Path, resume: bool = False,
             task = bar.add_task(campaign.name, total=sum(u.estimate_s for u in units),
                                 completed=sum(u.estimate_s for u in units if u.id in done))
             for mode in dict.fromkeys(u.mode for u in todo):
-                with bed.Testbed(**campaign.system.testbed_args(mode, name)) as tb:
-                    target = Target(tb.name, mode, campaign.system.rate_bps)
+                with _target(campaign, mode, name, results) as target:
                     for unit in (u for u in todo if u.mode == mode):
                         where = results.start_unit(unit)
                         label = f"{unit.step} {mode} {point_label(unit.params)} r{unit.repetition}"
@@ -85,6 +89,29 @@ def run_campaign(campaign: Campaign, text: str, out: Path, resume: bool = False,
         summary = results.write_summary()
         results.log_run(started, ended)
     return summary
+
+
+@contextmanager
+def _target(campaign: Campaign, mode: str, name: str, results: ResultsDir) -> Iterator[Target]:
+    """A testbed of `mode`, up while the block runs; or the hosts, checked (pre-flight, recorded
+    in metadata.json) before the block runs."""
+    system = campaign.system
+    if isinstance(system, HostsSystem):
+        from frerlab.remote.preflight import one_way_latency_allowed, preflight  # asyncssh: only when used
+        from frerlab.remote.ssh import Session
+
+        hosts = read_hosts(system.hosts)
+        if hosts.talker.interface is None:
+            raise UsageError(f"{system.hosts}: talker.interface is missing: name the talker's interface under test")
+        with Session(hosts) as session:
+            report = preflight(session)
+        clock = one_way_latency_allowed(report)
+        results.add_metadata("hosts", {"preflight": report, "one_way_latency": {"allowed": clock[0], "why": clock[1]}})
+        yield HostsTarget(mode, system.rate_bps, system.listener_address, tuple(system.frerlab), clock,
+                          hosts_file=system.hosts.resolve(), talker_interface=hosts.talker.interface)
+        return
+    with bed.Testbed(**system.testbed_args(mode, name)) as tb:
+        yield TestbedTarget(mode, system.rate_bps, testbed=tb.name)
 
 
 def _run_unit(run, ctx: Context, step, unit: Unit) -> dict:

@@ -23,11 +23,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from frerlab.testbed import bed, plan
+from frerlab.bench.target import Target
 from frerlab.traffic.across import stream_across
 from frerlab.traffic.record import write_atomic
 from frerlab.traffic.tools.base import wait_for_udp_port
@@ -37,10 +36,6 @@ CPU_SATURATED = 0.95
 #: The listener stops this long after the last frame when no end-of-stream probe arrives (a
 #: full queue at the end of a trial drops them like any frame).
 IDLE_S = 1.0
-#: Ethernet preamble, start delimiter and inter-frame gap, per frame (RFC 2544 section 20).
-L1_EXTRA = 20
-
-
 @dataclass(frozen=True)
 class Flag:
     """Why a trial's figures may not be the DUT's: a name, the evidence, and whether the trial
@@ -49,26 +44,6 @@ class Flag:
     name: str
     detail: str
     invalidates: bool
-
-
-@dataclass(frozen=True)
-class Target:
-    """A testbed that is up: where the generator and receiver run."""
-
-    testbed: str
-    mode: str
-    rate_bps: int
-
-    def line_rate_fps(self, frame_size: int) -> float:
-        """Frames/s of the testbed's rate at `frame_size`, preamble and gap included."""
-        return self.rate_bps / ((frame_size + L1_EXTRA) * 8)
-
-    def fps(self, frame_size: int, load_percent: float) -> float:
-        """Frames/s of `load_percent` of the line rate."""
-        return self.line_rate_fps(frame_size) * load_percent / 100
-
-    def prefix(self, host: str) -> list[str]:
-        return bed.prefix(self.testbed, host)
 
 
 @dataclass
@@ -107,16 +82,6 @@ class TrialOutcome:
         return {**asdict(self), "lost": self.lost, "loss_ratio": self.loss_ratio, "valid": self.valid}
 
 
-def link_drops(testbed: str) -> dict[str, int]:
-    """Frames each shaped egress of the testbed has dropped so far, `host:interface` -> count."""
-    state = bed.read_state(testbed)
-    drops = {}
-    for link in bed.LINKS:
-        for role, ifname in (link.a, link.b):
-            drops[f"{role}:{ifname}"] = bed.qdisc_drops(state["namespaces"][role], ifname)
-    return drops
-
-
 def cpu_busy() -> tuple[int, int]:
     """(busy, total) jiffies of all CPUs from /proc/stat."""
     fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
@@ -130,14 +95,14 @@ def generator_trial(target: Target, frame_size: int, rate_fps: float, duration_s
     """Runs one trial of `rate_fps` for `duration_s`, or (`burst`) one burst of that many
     frames sent as fast as the generator can; raw reports go to `out_dir` (send.json,
     recv.json, with per-`bin_frames` sequence bins if given), then trial.json."""
-    before, busy0 = link_drops(target.testbed), cpu_busy()
+    before, busy0 = target.drops(), cpu_busy()
     pace = ["--max-rate", "--count", str(burst)] if burst else ["--rate-fps", f"{rate_fps:.6g}", "--duration",
                                                                   f"{duration_s:g}"]
     bins = ["--interval-frames", str(bin_frames)] if bin_frames else []
-    reports = stream_across(target.prefix("talker"), target.prefix("listener"), plan.LISTENER_IP,
+    reports = stream_across(target.prefix("talker"), target.prefix("listener"), target.listener_ip,
                             [*pace, "--frame-size", str(frame_size)], out_dir, timeout_s=duration_s + 30,
-                            recv_args=["--idle", str(IDLE_S), *bins])
-    after, busy1 = link_drops(target.testbed), cpu_busy()
+                            recv_args=["--idle", str(IDLE_S), *bins], frerlab=target.frerlab)
+    after, busy1 = target.drops(), cpu_busy()
     sender, receiver = reports.sender, reports.receiver
     streams = receiver["streams"]
     stream = streams[0] if streams else None
@@ -150,20 +115,21 @@ def generator_trial(target: Target, frame_size: int, rate_fps: float, duration_s
         drops_by_link={k: after[k] - before[k] for k in after if after[k] != before[k]},
         sender_cpu=sender["cpu"]["utilization"], receiver_cpu=receiver["cpu"]["utilization"],
         host_cpu=(busy1[0] - busy0[0]) / max(1, busy1[1] - busy0[1]))
-    outcome.flags = flags(outcome, sender, receiver, send_tolerance)
+    outcome.flags = flags(outcome, sender, receiver, send_tolerance, target.talker_egress)
     write_atomic(out_dir / "trial.json", json.dumps(outcome.record(), indent=1))
     return outcome
 
 
-def flags(t: TrialOutcome, sender: dict, receiver: dict, send_tolerance: float) -> list[Flag]:
-    """The validity flags of a trial (see the module doc)."""
+def flags(t: TrialOutcome, sender: dict, receiver: dict, send_tolerance: float, talker_egress: str) -> list[Flag]:
+    """The validity flags of a trial (see the module doc); `talker_egress` names the talker's
+    own egress in `t.drops_by_link`."""
     found = []
     short = (t.offered - t.sent) / t.offered if t.offered else 0.0
     if short > send_tolerance or sender.get("shortfall"):
         reason = sender.get("shortfall_reason") or "fewer frames than offered"
         found.append(Flag("generator_shortfall", f"sent {t.sent} of {t.offered} offered frames ({short:.3%} short; "
                                                  f"tolerance {send_tolerance:.3%}): {reason}", True))
-    host = t.drops_by_link.get(f"talker:{plan.HOST_PORT}", 0)
+    host = t.drops_by_link.get(talker_egress, 0)
     if host:
         found.append(Flag("sender_host_drops", f"the talker's own egress queue dropped {host} frames "
                                                "(offered beyond its link: lost before the DUT)", True))
@@ -186,29 +152,30 @@ BACKGROUND_PORT = 5556
 class Background:
     """Background load while something else is measured: frerlab's generator sending
     `rate_fps` frames/s for `duration_s` from talker to listener, into a receiver of its own on
-    BACKGROUND_PORT (so no ICMP errors come back). Both raw reports go to `out_dir`
-    (bg-send.json, bg-recv.json); `reports()` reads them once the `with` block has ended."""
+    BACKGROUND_PORT (so no ICMP errors come back). Both raw reports are written to `out_dir`
+    (bg-send.json, bg-recv.json) when the `with` block ends; `reports()` reads them."""
 
     def __init__(self, target: Target, frame_size: int, rate_fps: float, duration_s: float, out_dir: Path,
                  stream_id: int = 1) -> None:
         self.out_dir = out_dir
-        cli = [sys.executable, "-m", "frerlab.cli", "gen"]
-        self.recv_argv = [*target.prefix("listener"), *cli, "recv", "--port", str(BACKGROUND_PORT), "--duration",
-                          f"{duration_s + 30:g}", "--linger", "0.3", "--idle", str(IDLE_S),
-                          "--output", str(out_dir / "bg-recv.json")]
-        self.send_argv = [*target.prefix("talker"), *cli, "send", "--dst", plan.LISTENER_IP, "--port",
-                          str(BACKGROUND_PORT), "--rate-fps", f"{rate_fps:.6g}", "--duration", f"{duration_s:g}",
-                          "--frame-size", str(frame_size), "--stream-id", str(stream_id),
-                          "--output", str(out_dir / "bg-send.json")]
+        self.recv_argv = [*target.prefix("listener"), *target.frerlab, "gen", "recv", "--port", str(BACKGROUND_PORT),
+                          "--duration", f"{duration_s + 30:g}", "--linger", "0.3", "--idle", str(IDLE_S),
+                          "--report-json"]
+        self.send_argv = [*target.prefix("talker"), *target.frerlab, "gen", "send", "--dst", target.listener_ip,
+                          "--port", str(BACKGROUND_PORT), "--rate-fps", f"{rate_fps:.6g}", "--duration",
+                          f"{duration_s:g}", "--frame-size", str(frame_size), "--stream-id", str(stream_id),
+                          "--report-json"]
         self.listener = target.prefix("listener")
-        self.processes: list[subprocess.Popen] = []
+        self.processes: dict[str, subprocess.Popen] = {}
 
     def __enter__(self) -> Background:
         self.out_dir.mkdir(parents=True, exist_ok=True)
         try:
-            self.processes.append(subprocess.Popen(self.recv_argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
+            self.processes["recv"] = subprocess.Popen(self.recv_argv, stdout=subprocess.PIPE,
+                                                      stderr=subprocess.DEVNULL, text=True)
             wait_for_udp_port(self.listener, BACKGROUND_PORT)
-            self.processes.append(subprocess.Popen(self.send_argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
+            self.processes["send"] = subprocess.Popen(self.send_argv, stdout=subprocess.PIPE,
+                                                      stderr=subprocess.DEVNULL, text=True)
         except BaseException:
             self.stop(at_once=True)
             raise
@@ -219,10 +186,15 @@ class Background:
 
     def stop(self, at_once: bool) -> None:
         """Waits for the sender to finish and the receiver to see the end (`at_once`: does not
-        wait); kills what remains."""
-        for proc in reversed(self.processes):
+        wait), writing their reports; kills what remains."""
+        for name in ("send", "recv"):
+            proc = self.processes.get(name)
+            if proc is None:
+                continue
             try:
-                proc.wait(timeout=0 if at_once else 60)
+                out, _ = proc.communicate(timeout=0.1 if at_once else 60)
+                if out.strip():
+                    write_atomic(self.out_dir / f"bg-{name}.json", out)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()

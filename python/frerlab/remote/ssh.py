@@ -81,10 +81,13 @@ def _exit_code(done: asyncssh.SSHCompletedProcess) -> int:
 
 
 class Session:
-    """SSH connections to every role of `hosts` (see the module doc)."""
+    """SSH connections to every role of `hosts`, or to `roles` only (see the module doc)."""
 
-    def __init__(self, hosts: Hosts) -> None:
-        self.targets = hosts.roles()
+    def __init__(self, hosts: Hosts, roles: list[str] | None = None) -> None:
+        self.targets = {role: t for role, t in hosts.roles().items() if roles is None or role in roles}
+        if roles is not None and set(roles) - set(self.targets):
+            raise RemoteError(f"no host for role {sorted(set(roles) - set(self.targets))[0]!r} "
+                              f"(hosts: {', '.join(hosts.roles())})")
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._connections: dict[str, asyncssh.SSHClientConnection] = {}

@@ -107,6 +107,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     send.add_argument("--impair-duplicate", type=_seq_list, default=[], metavar="SEQS", help="test mode: send these twice")
     send.add_argument("--impair-swap", type=_seq_list, default=[], metavar="SEQS", help="test mode: send each after its successor")
     send.add_argument("--output", type=Path, help="write the raw sender report (JSON) here")
+    send.add_argument("--report-json", action="store_true",
+                      help="print the raw report (JSON) on stdout instead of the summary (for remote runs)")
     send.add_argument("--json", action="store_true", help="print the result record as JSON")
     send.set_defaults(func=_send)
 
@@ -127,6 +129,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     recv.add_argument("--idle", type=float, help="stop after this many seconds without traffic (senders without end probes)")
     recv.add_argument("--no-gro", action="store_true", help="UDP mode: no UDP GRO (one datagram per read)")
     recv.add_argument("--output", type=Path, help="write the raw receiver report (JSON) here")
+    recv.add_argument("--report-json", action="store_true",
+                      help="print the raw report (JSON) on stdout instead of the summary (for remote runs)")
     recv.add_argument("--json", action="store_true", help="print the result records as JSON")
     recv.set_defaults(func=_recv)
 
@@ -246,7 +250,9 @@ def _send(args: argparse.Namespace) -> int:
     if args.output:
         write_atomic(args.output, json.dumps(report, indent=2))
     record = gen.sender_record(report, source=str(args.output) if args.output else None)
-    if args.json:
+    if args.report_json:
+        print(json.dumps(report))
+    elif args.json:
         print(dump_records([record]))
     else:
         print(_describe(record))
@@ -280,7 +286,9 @@ def _recv(args: argparse.Namespace) -> int:
     if args.output:
         write_atomic(args.output, json.dumps(report, indent=2))
     records = gen.receiver_records(report, args.interval, source=str(args.output) if args.output else None)
-    if args.json:
+    if args.report_json:
+        print(json.dumps(report))
+    elif args.json:
         print(dump_records(records))
     else:
         if not records:

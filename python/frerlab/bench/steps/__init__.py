@@ -11,7 +11,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from frerlab.bench.trial import Flag, Target
+from frerlab.bench.target import Target
+from frerlab.bench.trial import Flag
 
 
 @dataclass(frozen=True)

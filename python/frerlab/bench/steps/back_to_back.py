@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from frerlab.bench.campaign import BackToBack
 from frerlab.bench.steps import Context, result
-from frerlab.bench.trial import L1_EXTRA, Flag, generator_trial
+from frerlab.bench.target import L1_EXTRA
+from frerlab.bench.trial import Flag, generator_trial
 
 
 def run(ctx: Context, step: BackToBack, params: dict) -> dict:

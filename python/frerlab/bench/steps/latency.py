@@ -1,8 +1,9 @@
 """Latency at one frame size (RFC 2544 section 26.2; seed 002 section 2.4), idle or under
 background load: sockperf ping-pong, reported as RTT/2, or frerlab's own one-way latency from
-per-packet timestamps (`oneway`: probes at `probe_rate_fps`; one clock, since talker and
-listener share the host). Percentiles P50 to P99.999, max, mean and the delay variation
-(P99.9 - min); a percentile that the number of samples cannot support (fewer than 10 expected
+per-packet timestamps (`oneway`: probes at `probe_rate_fps`; one clock on a testbed, since
+talker and listener share the host; on real hosts only when their clocks are synchronised well
+enough, otherwise the unit is invalid with a `clock_unsynchronised` flag). Percentiles P50 to
+P99.999, max, mean and the delay variation (P99.9 - min); a percentile that the number of samples cannot support (fewer than 10 expected
 beyond it, frerlab.bench.stats.percentile_support) is reported as None and named in a
 `percentile_unsupported` flag. The TSN verdict: the verdict percentile below its limit, or
 `unsupported` when too few samples back that percentile."""
@@ -15,7 +16,6 @@ from frerlab.bench import stats
 from frerlab.bench.campaign import Latency
 from frerlab.bench.steps import Context, result
 from frerlab.bench.trial import Background, Flag, generator_trial
-from frerlab.testbed import plan
 from frerlab.traffic import gen
 from frerlab.traffic.record import Latency as LatencyRecord
 from frerlab.traffic.record import write_atomic
@@ -32,15 +32,20 @@ def run(ctx: Context, step: Latency, params: dict) -> dict:
     flags: list[Flag] = []
     with background:
         if tool == "sockperf":
-            raw, records = sockperf.run_test("ping-pong", plan.LISTENER_IP, client_prefix=ctx.target.prefix("talker"),
-                                             server_prefix=ctx.target.prefix("listener"), duration_s=step.duration_s,
-                                             frame_size=frame)
+            raw, records = sockperf.run_test("ping-pong", ctx.target.listener_ip,
+                                             client_prefix=ctx.target.prefix("talker"),
+                                             server_prefix=ctx.target.prefix("listener"),
+                                             duration_s=step.duration_s, frame_size=frame)
             write_atomic(ctx.out / "sockperf.txt", raw)
             latency = records[0].latency
         else:
             t = generator_trial(ctx.target, frame, step.probe_rate_fps, step.duration_s, ctx.out)
             flags += t.flags
             latency = gen.latency_from_ns(t.latency_ns)
+            clock_ok, why = ctx.target.one_way_clock
+            if not clock_ok:
+                flags.append(Flag("clock_unsynchronised", f"one-way latency needs synchronised clocks: {why}; "
+                                                          "use tool sockperf (RTT/2)", True))
     if load:
         flags += _background_flags(background.reports())
     metrics, more = _latency_metrics(latency, step)

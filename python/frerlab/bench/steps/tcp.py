@@ -9,7 +9,6 @@ import json
 from frerlab.bench.campaign import Tcp
 from frerlab.bench.steps import Context, result
 from frerlab.bench.trial import CPU_SATURATED, Flag
-from frerlab.testbed import plan
 from frerlab.traffic.record import write_atomic
 from frerlab.traffic.tools import iperf3
 
@@ -17,7 +16,7 @@ from frerlab.traffic.tools import iperf3
 def run(ctx: Context, step: Tcp, params: dict) -> dict:
     duration = params["duration_s"]
     ctx.note(f"iperf3 TCP {duration:g} s")
-    raw, _ = iperf3.run_test(plan.LISTENER_IP, client_prefix=ctx.target.prefix("talker"),
+    raw, _ = iperf3.run_test(ctx.target.listener_ip, client_prefix=ctx.target.prefix("talker"),
                              server_prefix=ctx.target.prefix("listener"), duration_s=duration, udp=False)
     write_atomic(ctx.out / "iperf3.json", raw)
     doc = json.loads(raw)

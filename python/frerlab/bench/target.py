@@ -1,0 +1,100 @@
+"""Where a campaign's tools run: the talker and listener of a namespace testbed, or real hosts
+over SSH. Both give the same things to the methods (frerlab.bench.steps): a command prefix per
+role, the listener's address on the network under test, the command that runs frerlab there,
+the line rate loads are percent of, and the drop counters of the talker's egress (to tell loss
+at the sending host from the DUT's).
+
+On hosts, a command runs through `python -m frerlab.remote.exec HOSTS ROLE -- CMD` (an SSH
+session of its own that stops the remote process when it is stopped), so every tool driver
+that takes a command prefix runs remotely unchanged, and results come back on stdout.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from frerlab.testbed import bed, plan
+from frerlab.traffic.across import CLI
+
+#: Ethernet preamble, start delimiter and inter-frame gap, per frame (RFC 2544 section 20).
+L1_EXTRA = 20
+
+
+@dataclass(frozen=True)
+class Target:
+    """What every target has: its mode (frer or control), its line rate and the listener's address."""
+
+    mode: str
+    rate_bps: int
+    listener_ip: str
+    frerlab: tuple[str, ...] = tuple(CLI)
+    #: Whether talker and listener clocks allow one-way latency, and why (frerlab.remote.preflight).
+    one_way_clock: tuple[bool, str] = (True, "one clock: talker and listener share the host")
+
+    def line_rate_fps(self, frame_size: int) -> float:
+        """Frames/s of the line rate at `frame_size`, preamble and gap included."""
+        return self.rate_bps / ((frame_size + L1_EXTRA) * 8)
+
+    def fps(self, frame_size: int, load_percent: float) -> float:
+        """Frames/s of `load_percent` of the line rate."""
+        return self.line_rate_fps(frame_size) * load_percent / 100
+
+    def prefix(self, role: str) -> list[str]:
+        """The command prefix that runs a command on `role` (talker or listener)."""
+        raise NotImplementedError
+
+    def drops(self) -> dict[str, int]:
+        """Frames each egress the target can see has dropped so far, `host:interface` -> count."""
+        raise NotImplementedError
+
+    @property
+    def talker_egress(self) -> str:
+        """The key of the talker's own egress in `drops()`."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class TestbedTarget(Target):
+    """A frerlab testbed that is up (frerlab.testbed.bed)."""
+
+    testbed: str = ""
+    listener_ip: str = plan.LISTENER_IP
+
+    def prefix(self, role: str) -> list[str]:
+        return bed.prefix(self.testbed, role)
+
+    def drops(self) -> dict[str, int]:
+        """Every shaped egress of the testbed."""
+        state = bed.read_state(self.testbed)
+        return {f"{role}:{ifname}": bed.qdisc_drops(state["namespaces"][role], ifname)
+                for link in bed.LINKS for role, ifname in (link.a, link.b)}
+
+    @property
+    def talker_egress(self) -> str:
+        return f"talker:{plan.HOST_PORT}"
+
+
+@dataclass(frozen=True)
+class HostsTarget(Target):
+    """Real hosts over SSH, as named in a hosts file (frerlab.remote.hosts)."""
+
+    hosts_file: Path = Path()
+    talker_interface: str = ""
+
+    def prefix(self, role: str) -> list[str]:
+        return [sys.executable, "-m", "frerlab.remote.exec", str(self.hosts_file), role, "--"]
+
+    def drops(self) -> dict[str, int]:
+        """The talker's interface: what its root queueing discipline dropped."""
+        done = subprocess.run([*self.prefix("talker"), "tc", "-s", "-j", "qdisc", "show", "dev",
+                               self.talker_interface], capture_output=True, text=True, timeout=60)
+        qdiscs = json.loads(done.stdout or "[]") if done.returncode == 0 else []
+        return {self.talker_egress: sum(q.get("drops", 0) for q in qdiscs if q.get("root"))}
+
+    @property
+    def talker_egress(self) -> str:
+        return f"talker:{self.talker_interface}"
