@@ -58,7 +58,7 @@ def run_campaign(campaign: Campaign, text: str, out: Path, resume: bool = False,
     todo = [u for u in units if u.id not in done]
     if done:
         console.print(f"resuming: {len(done)} of {len(units)} units done already")
-    started, ended = time.time(), "interrupted"
+    started, ended = time.time(), "failed"
     name = campaign_testbed(out)
     bed.down(name)  # what a killed run into the same directory left
     kinds = runners()
@@ -85,6 +85,9 @@ def run_campaign(campaign: Campaign, text: str, out: Path, resume: bool = False,
                         bar.console.print(unit_line(unit, outcome), soft_wrap=True, highlight=False)
                         bar.advance(task, unit.estimate_s)
         ended = "complete"
+    except KeyboardInterrupt:
+        ended = "interrupted"
+        raise
     finally:
         summary = results.write_summary()
         results.log_run(started, ended)
