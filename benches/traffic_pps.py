@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 
 from frerlab.traffic.netpair import NetPair
-from frerlab.traffic.record import write_atomic
+from frerlab.files import write_atomic
 from frerlab.traffic.tools import mausezahn
 from frerlab.traffic.tools.base import Background, wait_for_udp_port
 

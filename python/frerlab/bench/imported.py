@@ -25,7 +25,8 @@ from frerlab import __version__
 from frerlab.bench.results import write_summary
 from frerlab.errors import UsageError
 from frerlab.traffic import importer
-from frerlab.traffic.record import TrafficRecord, write_atomic
+from frerlab.files import write_atomic
+from frerlab.traffic.record import TrafficRecord
 
 KIND = "import"
 PERCENTILES = ("50", "90", "99", "99.9", "99.99", "99.999")

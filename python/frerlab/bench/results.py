@@ -34,7 +34,7 @@ from frerlab import __version__
 from frerlab.bench import stats
 from frerlab.bench.campaign import Campaign, Unit, fingerprint, plan
 from frerlab.errors import UsageError
-from frerlab.traffic.record import write_atomic
+from frerlab.files import write_atomic
 
 ROOT = Path(__file__).resolve().parents[3]
 TOOLS = {"iperf3": ["iperf3", "--version"], "sockperf": ["sockperf", "--version"], "tshark": ["tshark", "--version"],

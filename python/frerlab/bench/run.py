@@ -12,6 +12,7 @@ checked first (pre-flight, recorded in metadata.json) and the tools run there ov
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -120,7 +121,7 @@ def _target(campaign: Campaign, mode: str, name: str, results: ResultsDir) -> It
 def _run_unit(run, ctx: Context, step, unit: Unit) -> dict:
     try:
         return run(ctx, step, unit.params)
-    except (ToolFailed, GeneratorShortfall, OSError) as err:
+    except (ToolFailed, GeneratorShortfall, OSError, json.JSONDecodeError) as err:  # a tool's output unreadable too
         return result({}, [Flag("failed", str(err), True)], {})
 
 

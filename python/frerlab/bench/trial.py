@@ -28,7 +28,7 @@ from pathlib import Path
 
 from frerlab.bench.target import Target
 from frerlab.traffic.across import stream_across
-from frerlab.traffic.record import write_atomic
+from frerlab.files import write_atomic
 from frerlab.traffic.tools.base import wait_for_udp_port
 
 #: Fraction of wall time above which a process or the host counts as CPU-saturated.

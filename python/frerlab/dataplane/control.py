@@ -30,7 +30,7 @@ from frerlab.frer import LatentErrorDetector
 from frerlab.names import RUN_DIR, check_name, inside, name_problem
 from frerlab.netns import exists as netns_exists
 from frerlab.netns import links as netns_links
-from frerlab.traffic.record import write_atomic
+from frerlab.files import write_atomic
 
 #: Where `up` records each running data plane (outside the BPF filesystem, which holds only
 #: BPF objects).

@@ -44,7 +44,7 @@ from frerlab.errors import ToolFailed, UsageError
 from frerlab.names import RUN_DIR
 from frerlab.netns import exists as netns_exists
 from frerlab.netns import ip
-from frerlab.traffic.record import write_atomic
+from frerlab.files import write_atomic
 
 OBJECT = Path(__file__).resolve().parents[3] / "bpf" / "build" / "impair.o"
 PIN_ROOT = bpfsys.BPFFS

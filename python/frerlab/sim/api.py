@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import platform
-import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -28,6 +26,7 @@ import pandas as pd
 
 from frerlab import __version__
 from frerlab.errors import UsageError
+from frerlab.files import write_atomic
 from frerlab.sim.cost import Cost, estimate, require_affordable
 from frerlab.sim.scenario import Scenario, compile_spec, parse_scenario, read_data
 
@@ -92,18 +91,6 @@ class SimResult:
             if not table.empty:
                 write_atomic(out / f"{name}.csv", table.to_csv(index=False))
         return out
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Writes `text` to `path` through a temporary file in the same directory and a rename."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def run_meta(scenario: Scenario, run: dict[str, Any]) -> dict[str, Any]:

@@ -11,7 +11,8 @@ import yaml
 
 from frerlab.errors import UsageError
 from frerlab.names import output_dir
-from frerlab.sim.api import check, prepare, run, scenario_data, set_field, write_atomic
+from frerlab.files import write_atomic
+from frerlab.sim.api import check, prepare, run, scenario_data, set_field
 from frerlab.sim.cost import MAX_EVENTS, MAX_SERIES_ROWS, MAX_TRACE_ROWS
 from frerlab.sim.sweep import check_points, grid_points, rate_arg, sweep, zero_loss_rate
 from frerlab.names import shown

@@ -38,7 +38,7 @@ from frerlab.names import MAX_IFNAME, RUN_DIR, check_name, inside, name_problem
 from frerlab.netns import Namespaces, exists, link_info
 from frerlab.sim.units import rate_bps, size_bytes
 from frerlab.testbed import plan
-from frerlab.traffic.record import write_atomic
+from frerlab.files import write_atomic
 
 STATE_DIR = RUN_DIR / "testbed"
 HOSTS = ("talker", "sw1", "sw2", "listener")

@@ -33,7 +33,7 @@ from frerlab.frer import COUNTER_NAMES
 from frerlab.netns import link_info
 from frerlab.testbed import bed, plan
 from frerlab.traffic.across import stream_across
-from frerlab.traffic.record import write_atomic
+from frerlab.files import write_atomic
 
 
 #: Longest failover stream, in seconds.

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from frerlab.errors import EXIT_SHORTFALL, ToolFailed
-from frerlab.traffic.record import write_atomic
+from frerlab.files import write_atomic
 from frerlab.traffic.tools.base import wait_for_udp_port
 
 CLI = [sys.executable, "-m", "frerlab.cli"]

@@ -14,7 +14,8 @@ from pathlib import Path
 from frerlab.errors import EXIT_SHORTFALL, UsageError
 from frerlab.names import output_file
 from frerlab.traffic import gen, importer
-from frerlab.traffic.record import TrafficRecord, dump_records, write_atomic
+from frerlab.files import write_atomic
+from frerlab.traffic.record import TrafficRecord, dump_records
 from frerlab.names import shown
 from frerlab.traffic.units import MAX_COUNT, MAX_SECONDS, frame_bytes, frames_per_second, parse_si, seconds
 

@@ -9,9 +9,6 @@ says which kind it is (`one_way`, `rtt`, or `rtt_half` as sockperf reports by de
 from __future__ import annotations
 
 import json
-import os
-import tempfile
-from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -98,21 +95,6 @@ def loss_percent(sent: int | None, lost: int | None) -> float | None:
     if sent is None or lost is None or sent <= 0:
         return None
     return lost / sent * 100.0
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Writes `text` to `path` via a temporary file in the same directory and a rename."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
 
 
 def dump_records(records: list[TrafficRecord]) -> str:

@@ -18,7 +18,7 @@ from frerlab.bench.steps import Context, result
 from frerlab.bench.trial import Background, Flag, generator_trial
 from frerlab.traffic import gen
 from frerlab.traffic.record import Latency as LatencyRecord
-from frerlab.traffic.record import write_atomic
+from frerlab.files import write_atomic
 from frerlab.traffic.tools import sockperf
 
 PERCENTILES = (50.0, 90.0, 99.0, 99.9, 99.99, 99.999)

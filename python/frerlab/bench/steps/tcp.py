@@ -9,7 +9,7 @@ import json
 from frerlab.bench.campaign import Tcp
 from frerlab.bench.steps import Context, result
 from frerlab.bench.trial import CPU_SATURATED, Flag
-from frerlab.traffic.record import write_atomic
+from frerlab.files import write_atomic
 from frerlab.traffic.tools import iperf3
 
 
