@@ -5,6 +5,8 @@ compared as for a campaign."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -81,3 +83,16 @@ def test_repeated_imports_are_repetitions_and_frer_is_compared_with_control(tmp_
     assert fps["n"] == 3 and fps["mean"] == pytest.approx(sum(achieved) / 3)
     compared = {c["metric"]: c for c in summary["comparisons"]}
     assert "text" in compared["frames_per_s"] and "frer − control" in compared["frames_per_s"]["text"]
+
+
+def test_the_import_command_fills_a_results_directory(tmp_path):
+    cli = [sys.executable, "-m", "frerlab.cli", "import"]
+    out = tmp_path / "old"
+    done = subprocess.run([*cli, "--results", str(out), "--mode", "frer", str(FIXTURES / "iperf3_tcp.json")],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"1 records added to {out}")
+    assert len(list((out / "units").rglob("result.json"))) == 1 and (out / "summary.csv").exists()
+    alone = subprocess.run([*cli, "--results", str(out), str(FIXTURES / "iperf3_tcp.json")], capture_output=True,
+                           text=True, timeout=60)
+    assert alone.returncode == 2 and "--results and --mode go together" in alone.stderr

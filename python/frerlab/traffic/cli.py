@@ -59,6 +59,8 @@ frerlab gen send/recv raw reports.
 
 examples:
   frerlab import sockperf_pingpong_64B.txt iperf3_udp.json --json
+  frerlab import --results old --mode frer frer-*.json       into a results directory, as a campaign's
+  frerlab import --results old --mode control ctl-*.json     ... then compared: FRER vs control
 """
 
 
@@ -142,6 +144,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     imp.add_argument("files", nargs="+", type=Path, metavar="FILE")
     imp.add_argument("--output", type=Path, help="write the records (JSON) here")
     imp.add_argument("--json", action="store_true", help="print the records as JSON")
+    imp.add_argument("--results", type=Path, metavar="DIR",
+                     help="add the records to results directory DIR, laid out as a campaign's (docs/benchmarks.md)")
+    imp.add_argument("--mode", choices=["frer", "control"], help="with --results: what the imported runs measured")
     imp.set_defaults(func=_import)
 
 
@@ -304,6 +309,13 @@ def _recv(args: argparse.Namespace) -> int:
 def _import(args: argparse.Namespace) -> int:
     if args.output:
         output_file(args.output, "--output")
+    if (args.results is None) != (args.mode is None):
+        raise UsageError("--results and --mode go together: the directory, and whether the runs were frer or control")
+    if args.results is not None:
+        from frerlab.bench.imported import import_into  # the bench package only when asked for
+        added = import_into(args.results, args.files, args.mode)
+        print(f"{len(added)} records added to {args.results} (summary.json, summary.csv)")
+        return 0
     records: list[TrafficRecord] = []
     for path in args.files:
         records.extend(importer.import_file(path))
