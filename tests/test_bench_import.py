@@ -83,6 +83,11 @@ def test_repeated_imports_are_repetitions_and_frer_is_compared_with_control(tmp_
     assert fps["n"] == 3 and fps["mean"] == pytest.approx(sum(achieved) / 3)
     compared = {c["metric"]: c for c in summary["comparisons"]}
     assert "text" in compared["frames_per_s"] and "frer − control" in compared["frames_per_s"]["text"]
+    shown = subprocess.run([sys.executable, "-m", "frerlab.cli", "bench", "show", str(out)], capture_output=True,
+                           text=True, timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    assert "frerlab-gen-udp-send frer frame_size=256" in shown.stdout and "frames_per_s: " in shown.stdout
+    assert "(95 % CI, n=3" in shown.stdout and "FRER vs control:" in shown.stdout
 
 
 def test_the_import_command_fills_a_results_directory(tmp_path):
@@ -93,6 +98,9 @@ def test_the_import_command_fills_a_results_directory(tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(f"1 records added to {out}")
     assert len(list((out / "units").rglob("result.json"))) == 1 and (out / "summary.csv").exists()
+    missing = subprocess.run([sys.executable, "-m", "frerlab.cli", "bench", "show", str(tmp_path)],
+                             capture_output=True, text=True, timeout=60)
+    assert missing.returncode == 2 and "holds no summary.json" in missing.stderr
     alone = subprocess.run([*cli, "--results", str(out), str(FIXTURES / "iperf3_tcp.json")], capture_output=True,
                            text=True, timeout=60)
     assert alone.returncode == 2 and "--results and --mode go together" in alone.stderr

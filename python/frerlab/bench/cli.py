@@ -1,9 +1,11 @@
 """`frerlab bench run CAMPAIGN.yaml [--out DIR] [--resume] [--dry-run]`: a benchmark campaign
-(docs/benchmarks.md) run unattended on a testbed, into a results directory."""
+(docs/benchmarks.md) run unattended on a testbed or real hosts, into a results directory;
+`frerlab bench show DIR`: its summary printed again."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import signal
 import time
 from pathlib import Path
@@ -18,11 +20,12 @@ EPILOG = """examples:
   frerlab bench run campaigns/quick.yaml --out r1         ... into r1/
   frerlab bench run campaigns/quick.yaml --out r1 --resume
                                                           complete an interrupted run
+  frerlab bench show r1                                   its summary again: statistics, flags, FRER vs control
 """
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Adds `bench run`."""
+    """Adds `bench run` and `bench show`."""
     bench = subparsers.add_parser("bench", help="benchmark campaigns: RFC 2544, iperf3, sockperf, fail-over")
     verbs = bench.add_subparsers(title="verbs", metavar="VERB")
     bench.set_defaults(func=lambda args: bench.print_help() or 2)
@@ -33,6 +36,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--resume", action="store_true", help="complete the results in --out, skipping finished units")
     run.add_argument("--dry-run", action="store_true", help="print the plan and its estimated duration; run nothing")
     run.set_defaults(func=_run)
+    show = verbs.add_parser("show", help="print a results directory's summary: statistics, flags, FRER vs control")
+    show.add_argument("results", type=Path, help="a results directory (bench run, or import --results)")
+    show.add_argument("--json", action="store_true", help="print summary.json")
+    show.set_defaults(func=_show)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -55,6 +62,21 @@ def _run(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGTERM, previous)
     print("\n".join(summary_lines(summary)))
     print(f"results in {out} (summary.json, summary.csv)")
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    path = args.results / "summary.json"
+    try:
+        summary = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise UsageError(f"{args.results} holds no summary.json: not a results directory "
+                         "(`frerlab bench run` or `frerlab import --results` make one)") from None
+    except (OSError, ValueError) as err:
+        raise UsageError(f"{path} cannot be read: {err}") from None
+    from frerlab.bench.run import summary_lines
+
+    print(json.dumps(summary, indent=1) if args.json else "\n".join(summary_lines(summary)))
     return 0
 
 
