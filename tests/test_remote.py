@@ -161,3 +161,30 @@ def test_hosts_check_command(sshd, tmp_path):
     wrong = subprocess.run([*CLI, "hosts", "check", str(tmp_path / "wrong.yaml")], capture_output=True, text=True,
                            timeout=60)
     assert wrong.returncode == 4 and wrong.stderr.count("\n") == 1 and "cannot reach" in wrong.stderr
+
+
+def test_push_runs_a_switch_script_line_by_line_and_stops_at_the_first_failure(sshd, tmp_path):
+    t = {"host": SERVER_IP, "port": PORT, "key": str(sshd["dir"] / "client_key"),
+         "known_hosts": str(sshd["dir"] / "known_hosts")}
+    hosts = tmp_path / "hosts.yaml"
+    hosts.write_text(json.dumps({"talker": t, "listener": t, "switch": t}))
+    marker = f"/tmp/frerlab-push-{os.getpid()}"
+    script = tmp_path / "sw1.sh"
+    script.write_text(f"# FRER on the switch\necho configured > {marker}\n\ntest -s {marker}\nfalse\necho never >> {marker}\n")
+    dry = subprocess.run([*CLI, "hosts", "push", str(hosts), str(script), "--dry-run"], capture_output=True,
+                         text=True, timeout=60)
+    assert dry.returncode == 0 and f"would run on switch root@{SERVER_IP}:{PORT}" in dry.stdout
+    assert f"{script}:2: echo configured > {marker}" in dry.stdout and f"{script}:5: false" in dry.stdout
+    assert not Path(marker).exists(), "a dry run runs nothing"
+    try:
+        done = subprocess.run([*CLI, "hosts", "push", str(hosts), str(script)], capture_output=True, text=True,
+                              timeout=60)
+        assert done.returncode == 4 and f"{script}:5: `false` failed on the switch with status 1" in done.stderr
+        assert f"{script}:4: ok" in done.stdout
+        assert Path(marker).read_text() == "configured\n", "the push stopped at the failing line"
+    finally:
+        Path(marker).unlink(missing_ok=True)
+    (tmp_path / "noswitch.yaml").write_text(json.dumps({"talker": t, "listener": t}))
+    refused = subprocess.run([*CLI, "hosts", "push", str(tmp_path / "noswitch.yaml"), str(script), "--dry-run"],
+                             capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2 and "has no `switch` entry" in refused.stderr
