@@ -16,8 +16,9 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
-from conftest import NEEDS_BPF
+from conftest import NEEDS_BPF, ROOT
 from sshd import SSHD, OpenSshServer
 from frerlab.testbed import bed, plan
 from test_bench_testbed import capacity_fps, line_fps
@@ -129,3 +130,23 @@ def test_a_remote_process_killed_mid_trial_fails_its_unit_and_the_campaign_goes_
     assert second["valid"] and second["metrics"]["loss_percent"] == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["groups"][0]["units"] == 2 and summary["groups"][0]["valid_units"] == 1
+
+
+def test_the_quick_campaign_runs_on_hosts_over_ssh(lab, tmp_path):
+    """campaigns/quick.yaml with its system replaced by the hosts (and without failover, which
+    needs a testbed): every unit valid but the one-way latency ones."""
+    _, hosts = lab
+    quick = yaml.safe_load((ROOT / "campaigns" / "quick.yaml").read_text())
+    steps = [{k: v for k, v in step.items() if k != "modes"} for step in quick["steps"] if step["kind"] != "failover"]
+    c = campaign_file(tmp_path, hosts, steps)
+    out = tmp_path / "out"
+    done = subprocess.run([*CLI, "bench", "run", str(c), "--out", str(out)], capture_output=True, text=True,
+                          timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = [json.loads(p.read_text()) for p in (out / "units").rglob("result.json")]
+    assert len(results) == 14
+    invalid = {r["unit"]["id"] for r in results if not r["valid"]}
+    assert invalid == {"latency/control/tool=oneway,frame_size=512,load=0/r1",
+                       "latency/control/tool=oneway,frame_size=512,load=30/r1"}
+    ndr = unit(out, "throughput/control/frame_size=1024/r1")["metrics"]["throughput_fps_loss_0"]
+    assert ndr == pytest.approx(capacity_fps("control", 1024, 2.0), rel=0.02)
