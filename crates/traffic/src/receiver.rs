@@ -94,7 +94,8 @@ pub struct ReceiverReport {
     /// Messages that were not probes for this port (ignored).
     pub ignored: u64,
     /// Datagrams the receive socket dropped for lack of buffer space (the receiver's own
-    /// loss, not the network's), if the kernel reported it.
+    /// loss, not the network's): the socket's own counter, or failing that the last count the
+    /// kernel attached to a datagram; None if neither could be read.
     pub socket_drops: Option<u32>,
     /// Messages without a kernel timestamp (timed by the receiver's clock instead).
     pub untimestamped: u64,
@@ -291,7 +292,7 @@ impl Receiver {
         ReceiverReport {
             mode: self.config.mode,
             ignored: self.ignored,
-            socket_drops: self.socket_drops,
+            socket_drops: sys::socket_drops(&self.socket).ok().max(self.socket_drops),
             untimestamped: self.untimestamped,
             start_realtime_ns: self.start_realtime_ns,
             elapsed_s: (end - self.start_ns) as f64 / 1e9,

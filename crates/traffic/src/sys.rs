@@ -281,6 +281,23 @@ pub fn prepare_receive(fd: &OwnedFd, timeout: Duration) -> io::Result<()> {
     set_option(raw, libc::SOL_SOCKET, libc::SO_RCVTIMEO, tv)
 }
 
+/// Datagrams the socket dropped for lack of buffer space since it was opened (the kernel's
+/// `sk_drops`, read through `SO_MEMINFO`). The `SO_RXQ_OVFL` count only rides on datagrams
+/// queued after a drop, so it is missing when nothing arrived after the overflow.
+///
+/// # Errors
+/// When the kernel refuses the option.
+pub fn socket_drops(fd: &OwnedFd) -> io::Result<u32> {
+    const SO_MEMINFO: libc::c_int = 55;
+    let mut info = [0u32; libc::SK_MEMINFO_DROPS as usize + 1];
+    let mut len = size_of_val(&info) as libc::socklen_t;
+    // SAFETY: the kernel writes at most `len` bytes into `info` and stores the length it wrote.
+    check(unsafe {
+        libc::getsockopt(fd.as_raw_fd(), libc::SOL_SOCKET, SO_MEMINFO, info.as_mut_ptr().cast(), &mut len)
+    })?;
+    Ok(info[libc::SK_MEMINFO_DROPS as usize])
+}
+
 /// Sends `count` equally long messages, message `i` being `buffers[i * len..][..len]`, on a
 /// connected or bound socket; returns how many the kernel took (blocking sockets take all).
 ///
@@ -431,5 +448,24 @@ mod tests {
         assert_eq!(vlan_of(&aux), Some((0x88A8, 20)));
         aux.tp_vlan_tci = 0; // VLAN 0 (a priority tag) is a tag too
         assert_eq!(vlan_of(&aux), Some((0x88A8, 0)));
+    }
+
+    #[test]
+    fn socket_drops_counts_datagrams_a_full_receive_buffer_refused_with_none_read() {
+        let receiver = udp_socket((Ipv4Addr::LOCALHOST, 0), None).unwrap();
+        set_option(receiver.as_raw_fd(), libc::SOL_SOCKET, libc::SO_RCVBUF, 4096i32).unwrap();
+        // SAFETY: an all-zero sockaddr_in is valid; getsockname writes at most `len` bytes.
+        let mut sa: libc::sockaddr_in = unsafe { zeroed() };
+        let mut len = size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        check(unsafe { libc::getsockname(receiver.as_raw_fd(), (&mut sa as *mut libc::sockaddr_in).cast(), &mut len) })
+            .unwrap();
+        let sender = udp_socket((Ipv4Addr::LOCALHOST, 0), Some((Ipv4Addr::LOCALHOST, u16::from_be(sa.sin_port)))).unwrap();
+        assert_eq!(socket_drops(&receiver).unwrap(), 0);
+        let mut buffers = vec![0u8; 64 * 200];
+        let mut sent = 0;
+        while sent < 200 {
+            sent += send_batch(&sender, &mut buffers[sent * 64..], 64, (200 - sent).min(MAX_BATCH)).unwrap();
+        }
+        assert!(socket_drops(&receiver).unwrap() > 100, "a 4 KiB buffer holds only a few of 200 datagrams");
     }
 }
