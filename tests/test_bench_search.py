@@ -96,3 +96,18 @@ def test_a_generator_that_never_reaches_the_rate_stops_the_search_naming_it() ->
 def test_bad_parameters_are_refused_naming_the_value_and_range(call, message) -> None:
     with pytest.raises(UsageError, match=message):
         call()
+
+
+def test_mlr_search_starts_full_length_trials_at_the_extrapolated_guess_not_a_flattered_short_pass() -> None:
+    # On 3.1 Mbit/s with 64 KiB the 5.5 s phase passes about 2 % above the 30 s truth; the first
+    # 30 s trial goes to the load extrapolated from failed 1 s and 5.5 s trials (capacity +
+    # buffer / duration), just below the NDR truth, instead of re-trying that flattered pass.
+    dut = LinkDut(link_bps=3.1e6, queue_bytes=65536)
+    result = mlr_search(dut.trial, 20e3, 20e6, [NDR, PDR])
+    short_pass = max(t.rate for t in result.trials if 1 < t.duration_s < 30 and t.result.loss_ratio == 0)
+    first_full = next(t for t in result.trials if t.duration_s == 30)
+    truth = measure_truth(dut, 1e-5, 30)
+    assert short_pass > 1.01 * truth
+    assert truth * 0.995 <= first_full.rate <= truth and first_full.result.loss_ratio == 0
+    assert first_full.rate == result.goals[0].rate
+    assert result.total_trial_s <= 0.5 * 300

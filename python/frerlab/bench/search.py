@@ -28,10 +28,13 @@ first trial is at `max_rate`. The next load is guessed from the longest trial at
 bound: the rate it received divided by (1 - goal loss ratio), the load at which a device that
 forwards no more than that would just meet the goal (for a phase longer than that trial, the
 receive rate is first extrapolated as capacity + buffer / duration from failed trials of two
-durations); otherwise the search widens downwards or halves the interval. Guesses only choose
-loads: what is reported is decided by trials alone. Short phases decide a load by one trial.
-Every reported rate is a lower bound decided by full-length trials at that rate (its
-confirmation).
+durations). The search tries the guess when it lies more than half the phase's width above
+the lower bound and below every load the phase has not decided yet (a load that passed only
+shorter trials, which a buffer may have flattered); else the highest undecided load, at most
+one widening step above the lower bound; else it widens downwards or halves the interval.
+Guesses only choose loads: what is reported is decided by trials alone. Short phases decide a
+load by one trial. Every reported rate is a lower bound decided by full-length trials at that
+rate (its confirmation).
 """
 
 from __future__ import annotations
@@ -311,23 +314,25 @@ def mlr_search(
                 lower, upper, undecided = bounds(goal, phase)
                 if upper is not None and lower is not None and upper - lower <= phase.width * upper:
                     break
-                if undecided:
-                    rate = max(undecided)
+                guess = None
+                if upper is not None:
+                    failed = [t for records in at.values() for t in records if t.exceeds(goal.loss_ratio)]
+                    guess = _guess(at[upper], failed, goal, phase)
+                floor = min_rate if lower is None else lower * (1 + phase.width / 2)
+                if guess is not None and floor < guess < min(undecided, default=upper):
+                    rate = guess
+                elif undecided:
+                    rate = max(undecided) if lower is None else min(max(undecided), lower * (1 + step))
                 elif upper is None:
                     if lower == max_rate:
                         break
                     rate = max_rate
                 elif lower is None and upper <= min_rate:
                     break
+                elif lower is None:
+                    rate, step = max(min_rate, upper * (1 - step)), step * 2
                 else:
-                    failed = [t for records in at.values() for t in records if t.exceeds(goal.loss_ratio)]
-                    guess = _guess(at[upper], failed, goal, phase)
-                    if (min_rate if lower is None else lower) < guess < upper:
-                        rate = guess
-                    elif lower is None:
-                        rate, step = max(min_rate, upper * (1 - step)), step * 2
-                    else:
-                        rate, step = min((lower + upper) / 2, lower * (1 + step)), step * 2
+                    rate, step = min((lower + upper) / 2, lower * (1 + step)), step * 2
                 measure(rate, phase.duration_s)
     results = []
     for goal, plan in zip(goals, plans):
