@@ -3,7 +3,7 @@
 SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
-DEB_PACKAGES := clang llvm libbpf-dev bpftool iproute2 iputils-ping ethtool iperf3 sockperf netsniff-ng tcpdump tshark openssh-server
+DEB_PACKAGES := clang llvm libbpf-dev bpftool iproute2 iputils-ping ethtool iperf3 sockperf netsniff-ng tcpdump tshark openssh-server chromium
 # One build at a time: parallel make runs (and parallel developers) share the .venv and target/.
 LOCK := flock /tmp/frerlab-build.lock
 

@@ -5,6 +5,7 @@ phase, per path, after elimination), and bad options exit 2."""
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -33,6 +34,10 @@ def test_demo_core_and_kernel_parts_as_json(tmp_path):
         assert all(p["exact"] and p["into"] == r["sent"] + r["end_probes_sent"] for p in r["paths"]), r["paths"]
     assert frer["elimination"]["exact"] and frer["elimination"]["passed"] == frer["expected"] + frer["end_probes_sent"]
     assert (tmp_path / "frer" / "recv.json").exists() and (tmp_path / "control" / "result.json").exists()
+    # the demo ends with a report of what it ran: a fail-over timeline per mode, and their images
+    page = Path(result["report"]).read_text()
+    assert page.count('id="fig-failover-') == 2 and "Fail-over phases" in page
+    assert len(list((tmp_path / "report-images").glob("failover-*.png"))) == 2
 
 
 def test_bad_option_names_the_value_and_exits_2():

@@ -26,6 +26,7 @@ AREAS = [
     "frerlab.testbed.cli",
     "frerlab.bench.cli",
     "frerlab.remote.cli",
+    "frerlab.report.cli",
 ]
 
 EPILOG = """examples:

@@ -193,12 +193,17 @@ def handle(args: argparse.Namespace) -> int:
         out_dir = output_dir(args.output or Path("results") / time.strftime("demo-%Y%m%d-%H%M%S"), "--output")
         result["kernel_failover"] = run_failover(schedule, out_dir)
         ok = ok and all(r["verdict_met"] for r in result["kernel_failover"].values())
+        from frerlab.report import write_report
+
+        write_report([out_dir], out_dir / "report.html", out_dir / "report-images")
+        result["report"] = str(out_dir / "report.html")
     if args.json:
         print(json.dumps(result, indent=2))
     else:
         print_summary(result)
         if "kernel_failover" in result:
             print_failover(result["kernel_failover"])
+            print(f"\nreport of the kernel part (HTML, works offline; PNG and SVG beside it): {result['report']}")
         elif not args.no_kernel:
             print(f"\nKernel part skipped: {unavailable}")
     return 0 if ok else 1

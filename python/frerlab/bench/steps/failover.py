@@ -19,4 +19,4 @@ def run(ctx: Context, step: Failover, params: dict) -> dict:
     for phase in outcome["phases"]:
         if phase["phase"] != "both paths":
             metrics[f"lost_{phase['phase'].replace(' ', '_')}"] = phase["lost"]
-    return result(metrics, [], {"verdict": outcome["verdict"], "phases": outcome["phases"]})
+    return result(metrics, [], {key: outcome[key] for key in ("verdict", "phases", "intervals", "events")})

@@ -1,0 +1,25 @@
+"""`frerlab report`: stored results (campaigns, imports, fail-over runs, simulator runs) as one
+self-contained, interactive HTML page and every figure as PNG and SVG, never re-running
+anything. sources reads the directories, figures builds each figure's data and drawing, tables
+the statistics and comparisons, page writes the files.
+
+    from frerlab.report import write_report
+    write_report([Path("results/quick")], Path("report.html"), images=Path("report-images"))
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from frerlab.report import figures, page, sources, tables
+
+
+def write_report(dirs: list[Path], out: Path, images: Path | None = None,
+                 line_rate_bps: float | None = None) -> list[figures.Figure]:
+    """The report of `dirs` into `out` (and the images into `images`); returns its figures."""
+    found = sources.load_all(dirs)
+    drawn = figures.build(found, line_rate_bps)
+    if images is not None:
+        page.write_images(drawn, images)
+    page.write_page(out, found, drawn, tables.build(found), images)
+    return drawn

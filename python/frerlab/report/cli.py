@@ -1,0 +1,48 @@
+"""`frerlab report RESULTS_DIR... [-o report.html] [--images DIR] [--line-rate RATE]`."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from frerlab.errors import UsageError
+from frerlab.report import write_report
+from frerlab.sim.units import rate_bps
+
+EXAMPLES = """examples:
+  frerlab report results/quick                       report.html beside you, images in report-images/
+  frerlab report frer-runs ctl-runs -o cmp.html      two result sets compared (the second against the first)
+  frerlab report imported --line-rate 1Gbps          seed-style imports, with the 1 GbE line-rate curve
+"""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "report", help="an HTML page and PNG/SVG figures from stored results",
+        description="Builds one self-contained HTML report (works offline: zoom, hover, legend toggles, sortable "
+                    "tables) and a PNG and SVG of every figure from results directories: campaigns (bench run), "
+                    "imports, fail-over runs and simulator runs. Nothing is re-run.",
+        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("results", type=Path, nargs="+", metavar="RESULTS_DIR",
+                        help="results directories; with several, each is compared with the first")
+    parser.add_argument("-o", "--output", type=Path, default=Path("report.html"), help="the page (default report.html)")
+    parser.add_argument("--images", type=Path, help="where the PNG and SVG files go (default: beside the page, "
+                                                    "in <page name>-images/)")
+    parser.add_argument("--line-rate", help="the line rate for the theoretical throughput curve when the results do "
+                                            "not carry it (imports), e.g. 1Gbps")
+    parser.set_defaults(func=_report)
+
+
+def _report(args: argparse.Namespace) -> int:
+    images = args.images or args.output.with_name(f"{args.output.stem}-images")
+    line = None
+    if args.line_rate:
+        try:
+            line = rate_bps(args.line_rate)
+        except ValueError as err:
+            raise UsageError(f"--line-rate: {err}") from None
+        if line == 0:
+            raise UsageError("--line-rate 0 is out of range: give the link's rate, e.g. 1Gbps")
+    drawn = write_report(args.results, args.output, images, line)
+    print(f"report: {args.output} ({len(drawn)} figures; images in {images})")
+    return 0

@@ -1,0 +1,150 @@
+"""The report as one HTML file that works offline, and every figure as PNG and SVG.
+
+The page embeds the Vega, Vega-Lite and Vega-Embed libraries once (vl-convert's bundle, no CDN)
+and each figure's specification; the browser draws them (zoom and pan with the mouse, values on
+hover, series toggled by clicking the legend). Tables sort by any column when its header is
+clicked. A method section lists, per results directory, where and how the results were taken
+(host, kernel, tools, commit, the campaign file) and the raw files they were derived from.
+vl-convert renders the same specifications to the image files, so the page and the images show
+the same data drawn the same way."""
+
+from __future__ import annotations
+
+import html
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import altair as alt
+import vl_convert
+
+from frerlab import __version__
+from frerlab.files import write_atomic
+from frerlab.report.figures import Figure
+from frerlab.report.sources import Source
+from frerlab.report.tables import Table
+
+#: The Vega-Lite version Altair writes, for the bundle and the image renderer alike.
+VL_VERSION = ".".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
+#: Raw files listed per results directory before the list is cut (the directory holds them all).
+RAW_FILES_SHOWN = 200
+
+STYLE = """
+body { font: 15px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 1100px; padding: 1em 2em; color: #222; }
+h1 { margin-bottom: .2em; } h2 { border-bottom: 1px solid #ccc; margin-top: 2em; }
+figure { margin: 1.5em 0; } figcaption { color: #444; max-width: 820px; }
+.files { font-size: 13px; color: #555; }
+table { border-collapse: collapse; font-size: 13px; margin: .5em 0 1.5em; }
+th, td { border: 1px solid #ddd; padding: 3px 6px; text-align: left; vertical-align: top; }
+th { background: #f3f3f3; cursor: pointer; user-select: none; white-space: nowrap; }
+th[aria-sort=ascending]::after { content: " \\25B2"; } th[aria-sort=descending]::after { content: " \\25BC"; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+pre { background: #f7f7f7; padding: .6em; overflow: auto; font-size: 12px; }
+nav a { margin-right: 1em; }
+"""
+
+#: Draws every figure and records its view (window.frerlabViews) for whoever inspects the page.
+DRAW = """
+window.frerlabViews = {};
+window.frerlabErrors = [];
+window.frerlabReady = Promise.all(Object.entries(FIGURES).map(([id, spec]) =>
+  vegaEmbed('#chart-' + id, spec, {renderer: 'svg', actions: false})
+    .then(result => { window.frerlabViews[id] = result.view; })
+    .catch(err => { window.frerlabErrors.push(id + ': ' + err); console.error(id, err); })));
+"""
+
+#: Sorts a table by the clicked column: numbers numerically, text alphabetically, blanks last.
+SORT = """
+document.querySelectorAll('table.sortable th').forEach((th, column) => th.addEventListener('click', () => {
+  const body = th.closest('table').tBodies[0];
+  const ascending = th.getAttribute('aria-sort') !== 'ascending';
+  th.closest('tr').querySelectorAll('th').forEach(h => h.removeAttribute('aria-sort'));
+  th.setAttribute('aria-sort', ascending ? 'ascending' : 'descending');
+  const key = row => row.cells[column].dataset.value ?? row.cells[column].textContent;
+  const rows = Array.from(body.rows).sort((a, b) => {
+    const x = key(a), y = key(b);
+    if (x === '' || y === '') return (x === '') - (y === '');
+    const nx = Number(x), ny = Number(y);
+    const order = !isNaN(nx) && !isNaN(ny) ? nx - ny : x.localeCompare(y);
+    return ascending ? order : -order;
+  });
+  rows.forEach(row => body.appendChild(row));
+}));
+"""
+
+
+def write_images(figures: list[Figure], images: Path) -> list[Path]:
+    """`ID.png` and `ID.svg` of every figure into `images`; returns the files."""
+    images.mkdir(parents=True, exist_ok=True)
+    written = []
+    for f in figures:
+        spec = f.spec()
+        for suffix, data in ((".svg", vl_convert.vegalite_to_svg(spec, vl_version=VL_VERSION)),
+                             (".png", vl_convert.vegalite_to_png(spec, vl_version=VL_VERSION, scale=2))):
+            write_atomic(images / f"{f.id}{suffix}", data)
+            written.append(images / f"{f.id}{suffix}")
+    return written
+
+
+def write_page(out: Path, sources: list[Source], figures: list[Figure], tables: list[Table],
+               images: Path | None) -> None:
+    """The self-contained report page."""
+    e = html.escape
+    nav = "".join(f'<a href="#{e(x)}">{e(y)}</a>' for x, y in (("figures", "Figures"), ("tables", "Tables"),
+                                                              ("method", "Method and raw data")))
+    head = (f"<!doctype html><html lang=en><head><meta charset=utf-8><title>frerlab report</title>"
+            f"<style>{STYLE}</style></head><body><h1>frerlab report</h1>"
+            f"<p>Built {e(time.strftime('%Y-%m-%d %H:%M:%S %Z'))} by frerlab {e(__version__)} from stored results "
+            f"only: {', '.join(e(f'{s.label} ({s.kind}, {s.path})') for s in sources)}.</p><nav>{nav}</nav>")
+    body = ['<h2 id="figures">Figures</h2>']
+    if not figures:
+        body.append("<p>These results hold nothing to plot.</p>")
+    for f in figures:
+        files = f'<div class="files">images: {e(str(images / f.id))}.png, .svg</div>' if images else ""
+        body.append(f'<figure id="fig-{e(f.id)}" data-series="{len(f.series)}" data-points="{len(f.points)}">'
+                    f'<div class="chart" id="chart-{e(f.id)}"></div><figcaption><b>{e(f.title)}.</b> '
+                    f"{e(f.caption)}</figcaption>{files}</figure>")
+    body.append('<h2 id="tables">Tables</h2>')
+    body += [_table(t) for t in tables]
+    body.append('<h2 id="method">Method and raw data</h2>')
+    body += [_method(s) for s in sources]
+    specs = json.dumps({f.id: f.spec() for f in figures}).replace("</", "<\\/")
+    bundle = vl_convert.javascript_bundle(vl_version=VL_VERSION).replace("</script", "<\\/script")
+    scripts = f"<script>{bundle}</script><script>const FIGURES = {specs};{DRAW}{SORT}</script>"
+    write_atomic(out, head + "".join(body) + scripts + "</body></html>")
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return '<td data-value=""></td>'
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"<td>{html.escape(str(value))}</td>"
+    return f'<td class="num" data-value="{value!r}">{value:.4g}</td>'
+
+
+def _table(t: Table) -> str:
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in t.columns)
+    rows = "".join("<tr>" + "".join(_cell(v) for v in row) + "</tr>" for row in t.rows)
+    return (f'<h3 id="table-{t.id}">{html.escape(t.title)}</h3><p>{html.escape(t.caption)}</p>'
+            f'<table class="sortable" id="{t.id}"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>')
+
+
+def _method(s: Source) -> str:
+    e = html.escape
+    keys = ("campaign", "created", "host", "kernel", "cpu", "cpus", "frerlab", "commit", "python", "tools", "testbed",
+            "schedule", "scenario", "run")
+    facts = {k: s.meta[k] for k in keys if k in s.meta}
+    if "created" in facts and isinstance(facts["created"], (int, float)):
+        facts["created"] = time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(facts["created"]))
+    rows = "".join(f"<tr><th>{e(k)}</th><td>{e(v if isinstance(v, str) else json.dumps(v))}</td></tr>"
+                   for k, v in facts.items())
+    campaign = (f"<details><summary>campaign file</summary><pre>{e(s.campaign_text)}</pre></details>"
+                if s.campaign_text else "")
+    shown = s.raw_files[:RAW_FILES_SHOWN]
+    more = f"<li>… and {len(s.raw_files) - len(shown)} more in the directory</li>" if len(s.raw_files) > len(shown) else ""
+    raw = (f"<details><summary>raw files ({len(s.raw_files)}) under {e(str(s.path.resolve()))}</summary><ul>"
+           + "".join(f"<li>{e(p)}</li>" for p in shown) + more + "</ul></details>")
+    return (f"<h3>{e(s.label)}</h3><p>{e(s.kind)} results in {e(str(s.path.resolve()))}</p>"
+            f"<table><tbody>{rows}</tbody></table>{campaign}{raw}")
+
