@@ -5,8 +5,11 @@ recv), the data plane counters, and a verdict.
 
 Times count from the stream's first frame at the listener. With FRER nothing may be lost or
 duplicated; the control group (path a only) loses what is sent while path a is down. A
-result directory holds meta.json, the raw reports of both ends and the testbed's status before
-and after the stream (counters.json), all written first, and result.json (derived from them).
+result directory holds meta.json, the raw reports of both ends, the testbed's status before
+and after the stream (counters.json) and tcpdump's captures at the talker, on both paths and at
+the listener (frerlab.testbed.timeline), all written first, then timeline.json (frames per ms
+sent, on each path and after elimination, the cuts marked) and result.json (derived from them;
+its `timeline` names the timeline's file).
 
 Every count is exact. The listener counts per range of sequence numbers (`gen recv
 --interval-frames`); the generator paces exactly, so each range is a slice of the send schedule
@@ -31,7 +34,7 @@ from frerlab import __version__
 from frerlab.errors import ToolFailed, UsageError
 from frerlab.frer import COUNTER_NAMES
 from frerlab.netns import link_info
-from frerlab.testbed import bed, plan
+from frerlab.testbed import bed, plan, timeline
 from frerlab.traffic.across import stream_across
 from frerlab.files import write_atomic
 
@@ -40,6 +43,8 @@ from frerlab.files import write_atomic
 MAX_DURATION_S = 3600
 #: The plan's handle of the stream talker -> listener.
 STREAM = 1
+#: The stream's UDP port.
+PORT = 5555
 #: The path element's drop counters (frerlab.impair).
 ELEMENT_DROPS = ("dropped_down", "dropped_loss", "dropped_burst", "redirect_errors")
 
@@ -112,23 +117,29 @@ def run(tb_name: str, schedule: Schedule, out_dir: Path) -> dict:
         t0 = time.monotonic()
         for at, path, up in schedule.events():
             time.sleep(max(0.0, t0 + at - time.monotonic()))
+            called = time.time_ns()  # the captures' clock (CLOCK_REALTIME)
             bed.impair(tb_name, path, down=not up)
-            happened.append({"t_s": round(time.monotonic() - t0, 4), "path": path, "up": up})
+            happened.append({"t_s": round(time.monotonic() - t0, 4), "path": path, "up": up,
+                             "called_ns": called, "returned_ns": time.time_ns()})
 
     try:
-        reports = stream_across(bed.prefix(tb_name, "talker"), bed.prefix(tb_name, "listener"), plan.LISTENER_IP,
-                                ["--rate-fps", str(schedule.rate_fps), "--frame-size", str(schedule.frame_size),
-                                 "--duration", str(schedule.duration_s + 0.5)],
-                                out_dir, recv_args=["--interval", str(schedule.interval_s),
-                                                    "--interval-frames", str(schedule.bin_frames())],
-                                during=cut_and_restore, timeout_s=schedule.duration_s + 60)
+        with timeline.capturing(tb_name, out_dir) as captured:
+            reports = stream_across(bed.prefix(tb_name, "talker"), bed.prefix(tb_name, "listener"), plan.LISTENER_IP,
+                                    ["--rate-fps", str(schedule.rate_fps), "--frame-size", str(schedule.frame_size),
+                                     "--duration", str(schedule.duration_s + 0.5)],
+                                    out_dir, recv_args=["--interval", str(schedule.interval_s),
+                                                        "--interval-frames", str(schedule.bin_frames())],
+                                    port=PORT, during=cut_and_restore, timeout_s=schedule.duration_s + 60)
     finally:
         for path in ("a", "b"):  # never leave a path cut
             bed.impair(tb_name, path, down=False)
     counters = {"before": before, "after": bed.status(tb_name)}
     write_atomic(out_dir / "counters.json", json.dumps(counters, indent=1))
-    result = analyse(reports.stream(), reports.sender, schedule, state["settings"], happened, counters)
+    settings = state["settings"]
+    timeline.derive(out_dir, captured, happened, PORT, settings)
+    result = analyse(reports.stream(), reports.sender, schedule, settings, happened, counters)
     result["meta"] = meta
+    result["timeline"] = "timeline.json"
     write_atomic(out_dir / "result.json", json.dumps(result, indent=1))
     return result
 
