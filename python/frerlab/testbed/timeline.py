@@ -22,7 +22,9 @@ What counts. A data frame of the stream: Ethernet, any VLAN tags, an R-TAG or no
 the listener, UDP to the stream's port, a probe payload (frerlab gen: magic 0xFB, kind 'D').
 End-of-stream probes, the reverse direction and anything else are not counted. In the control
 group path b carries nothing: its series is all zeros, captured like the others. `complete`
-says every tcpdump reported 0 packets dropped by the kernel (else a series may miss frames).
+says every tcpdump wrote every frame its socket took (captured = received by filter) and the
+kernel dropped none; else a series may miss frames. tcpdump runs in immediate mode: without it
+the frames of the last, unfinished ring block (up to its 1 s timeout) are lost when it stops.
 
 When. Every timestamp is the kernel's CLOCK_REALTIME (tcpdump, nanoseconds), and so are the
 times the fail-over run took around each cut and restore. t = 0 (`start_ns`) is the stream's
@@ -76,7 +78,7 @@ class Capture:
     def __init__(self, tb_name: str, host: str, interface: str, direction: str, file: Path,
                  timeout_s: float = 10.0) -> None:
         argv = [*bed.prefix(tb_name, host), TCPDUMP.require(), "-i", interface, "-Q", direction, "-s", str(SNAPLEN),
-                "-B", "4096", "-U", "-n", "-Z", "root", "--time-stamp-precision=nano", "-w", str(file)]
+                "-B", "4096", "--immediate-mode", "-U", "-n", "-Z", "root", "--time-stamp-precision=nano", "-w", str(file)]
         self.where = f"{host} {interface}"
         self.tool = Background(argv)
         self.said = b""
@@ -113,7 +115,8 @@ class Capture:
             raise ToolFailed(f"tcpdump on {self.where} ended during the capture (status {ended}): "
                              f"{said.strip()[-300:]}")
         counts = {}
-        for key, words in (("captured", "captured"), ("dropped_by_kernel", "dropped by kernel")):
+        for key, words in (("captured", "captured"), ("received_by_filter", "received by filter"),
+                           ("dropped_by_kernel", "dropped by kernel")):
             found = re.search(rf"(\d+) packets? {words}", said)
             counts[key] = int(found.group(1)) if found else None
         return counts
@@ -208,7 +211,8 @@ def derive(out_dir: Path, captured: dict, happened: list[dict], port: int, setti
                        "in ms from t = 0",
         "series": series,
         "captures": {name: {**c, "data_frames": len(times[name])} for name, c in captured.items()},
-        "complete": all(c["tcpdump"]["dropped_by_kernel"] == 0 for c in captured.values()),
+        "complete": all(c["tcpdump"]["dropped_by_kernel"] == 0 and c["tcpdump"]["captured"] is not None
+                        and c["tcpdump"]["captured"] == c["tcpdump"]["received_by_filter"] for c in captured.values()),
     }
     write_atomic(out_dir / "timeline.json", json.dumps(timeline))
     return timeline
