@@ -1,17 +1,19 @@
 """The simulator from Python: unit parsing, scenario validation messages, runs returning
-DataFrames, the CLI, sweeps in parallel processes and the zero-loss search."""
+DataFrames (the queue-length series per port among them), the CLI, sweeps in parallel
+processes and the zero-loss search."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from frerlab import sim
 from frerlab.cli import main
 from frerlab.errors import UsageError
-from frerlab.sim.scenario import parse_scenario
+from frerlab.sim.scenario import compile_spec, parse_scenario
 from frerlab.sim.units import rate_bps, size_bytes, time_ps
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -155,3 +157,26 @@ def test_yaml_gate_lists_and_shapers_reach_the_engine() -> None:
     shaped = sim.run(data).series
     mid = shaped[(shaped["time_s"] > 0.002) & (shaped["time_s"] < 0.016)]
     assert mid["throughput_bps"].mean() * 1538 / 1518 == pytest.approx(100e6, rel=0.05)
+
+
+def test_port_series_gives_each_ports_queue_length_per_interval(tmp_path: Path) -> None:
+    # The listener's stack (a 1 Gbit/s stand-in for its receive path) is slower than the two
+    # copies arriving, so its queue fills: the other ports hold a frame at most, or nothing.
+    result = sim.run(SCENARIOS / "paradox" / "frer_receiver_bound.yaml", {"duration": "200ms"})
+    table = result.port_series
+    assert list(table.columns) == ["port", "node", "time_s", "queue_max_bytes", "queue_mean_bytes"]
+    interval_s = result.scenario.interval / 1e12
+    intervals = int(result.run_info["simulated_seconds"] // interval_s) + 1
+    ports = [p["name"] for p in compile_spec(result.scenario)["ports"]]
+    assert table.groupby("port", sort=False).size().to_dict() == dict.fromkeys(ports, intervals)
+    for _, rows in table.groupby("port"):
+        assert rows["time_s"].tolist() == pytest.approx([i * interval_s for i in range(intervals)])
+    assert (table["queue_max_bytes"] >= table["queue_mean_bytes"]).all() and (table["queue_mean_bytes"] >= 0).all()
+    # Each port carries one traffic class here, so the port's peak is that class's peak.
+    assert (result.ports.groupby("port")["class"].nunique() == 1).all()
+    peaks = table.groupby("port")["queue_max_bytes"].max()
+    assert peaks[result.ports["port"]].tolist() == result.ports["max_queue_bytes"].tolist()
+    assert (peaks.drop(result.ports["port"]) == 0).all()
+    assert peaks["stack:listener-nic->listener"] > 200_000
+    result.save(tmp_path)
+    assert len(pd.read_csv(tmp_path / "port_series.csv")) == len(table)

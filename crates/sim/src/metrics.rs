@@ -1,7 +1,9 @@
-//! What a listener measures, with the metric names of frerlab's real receiver: frames sent and
-//! received, loss, duplicates, reordering (RFC 4737: a frame is reordered when its number is
-//! below the next expected one), latency percentiles from the real receiver's log-linear
-//! histogram (`frerlab_traffic::histogram`, fed picoseconds here), and a per-interval series.
+//! What the simulator measures. A listener's metrics, with the metric names of frerlab's real
+//! receiver: frames sent and received, loss, duplicates, reordering (RFC 4737: a frame is
+//! reordered when its number is below the next expected one), latency percentiles from the
+//! real receiver's log-linear histogram (`frerlab_traffic::histogram`, fed picoseconds here),
+//! and a per-interval series. An egress port's queue-length series: per interval, the largest
+//! and the time-weighted mean of its queued buffer bytes, kept exactly at every change.
 //!
 //! The frame accounting is the simulator's own rather than `frerlab_traffic::accounting`'s:
 //! the simulator knows exactly what the talker sent, leaves out frames sent before the warm-up
@@ -119,6 +121,94 @@ impl StreamMetrics {
     }
 }
 
+/// One interval of a port's queue-length series.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueueInterval {
+    /// Largest occupancy in the interval, in buffer bytes.
+    pub max_bytes: u64,
+    /// Integral of the occupancy over the interval, in byte-picoseconds (divided by the
+    /// interval's length, the time-weighted mean).
+    pub byte_ps: u128,
+}
+
+/// The occupancy of an egress port (all its classes together) over time, binned into the
+/// scenario's intervals. Every enqueue and dequeue updates it, so the integral is exact and
+/// no sampling events are needed: bytes queued at `t` add bytes x (end of interval - t) to the
+/// open interval's integral, bytes leaving at `t` take back the same for the time they will
+/// not spend; the intervals before the one of the current time are closed.
+#[derive(Clone, Debug)]
+pub struct QueueSeries {
+    interval: SimTime,
+    /// Buffer bytes queued now.
+    level: u64,
+    /// End of the open interval.
+    boundary: SimTime,
+    /// The open interval, its integral counting the bytes queued now until `boundary`.
+    open: QueueInterval,
+    closed: Vec<QueueInterval>,
+}
+
+impl QueueSeries {
+    /// An empty queue with the series interval of the scenario.
+    pub fn new(interval: SimTime) -> Self {
+        QueueSeries {
+            interval,
+            level: 0,
+            boundary: interval,
+            open: QueueInterval {
+                max_bytes: 0,
+                byte_ps: 0,
+            },
+            closed: Vec::new(),
+        }
+    }
+
+    /// `bytes` were queued at `now`.
+    #[inline]
+    pub fn add(&mut self, now: SimTime, bytes: u64) {
+        while now >= self.boundary {
+            self.close();
+        }
+        self.level += bytes;
+        self.open.max_bytes = self.open.max_bytes.max(self.level);
+        self.open.byte_ps += u128::from(bytes) * u128::from(self.boundary.0 - now.0);
+    }
+
+    /// `bytes` left the queue at `now`.
+    #[inline]
+    pub fn remove(&mut self, now: SimTime, bytes: u64) {
+        while now >= self.boundary {
+            self.close();
+        }
+        self.level -= bytes;
+        self.open.byte_ps -= u128::from(bytes) * u128::from(self.boundary.0 - now.0);
+    }
+
+    /// Closes the open interval and opens the next one, the bytes queued now counted over all
+    /// of it.
+    #[cold]
+    #[inline(never)]
+    fn close(&mut self) {
+        self.closed.push(self.open);
+        let next = self.boundary.plus(self.interval);
+        self.open = QueueInterval {
+            max_bytes: self.level,
+            byte_ps: u128::from(self.level) * u128::from(next.0 - self.boundary.0),
+        };
+        self.boundary = next;
+    }
+
+    /// The intervals up to the one holding `end` (the end of the run), closed with the level
+    /// held after the last change.
+    pub fn finish(&mut self, end: SimTime) -> &[QueueInterval] {
+        let count = (end.0 / self.interval.0 + 1) as usize;
+        while self.closed.len() < count {
+            self.close();
+        }
+        &self.closed
+    }
+}
+
 /// The summary of one stream as reported.
 #[derive(Clone, Debug, Serialize)]
 pub struct StreamSummary {
@@ -209,6 +299,25 @@ mod tests {
             (Some(2.0), Some(0.5))
         );
         assert_eq!(s.latency_p99_999_ns, Some(2.5));
+    }
+
+    #[test]
+    fn a_queue_level_held_over_several_intervals_fills_each_of_them() {
+        let mut q = QueueSeries::new(SimTime(10));
+        q.add(SimTime(5), 4);
+        q.add(SimTime(6), 2);
+        q.remove(SimTime(36), 6);
+        let rows: Vec<(u64, u128)> = q
+            .finish(SimTime(40))
+            .iter()
+            .map(|r| (r.max_bytes, r.byte_ps))
+            .collect();
+        assert_eq!(rows, [(6, 4 + 4 * 6), (6, 60), (6, 60), (6, 36), (0, 0)]);
+        assert_eq!(
+            q.finish(SimTime(40)).len(),
+            5,
+            "finishing twice changes nothing"
+        );
     }
 
     #[test]

@@ -20,7 +20,9 @@ use frer::SeqNum;
 use crate::engine::Scheduler;
 use crate::metrics::StreamMetrics;
 use crate::port::{DropReason, Port, Queued, Selection};
-use crate::report::{FrerRow, NodeRow, PortRow, Report, RunInfo, SeriesRow, TraceRow};
+use crate::report::{
+    FrerRow, NodeRow, PortRow, PortSeriesRow, Report, RunInfo, SeriesRow, TraceRow,
+};
 use crate::rng::Rng;
 use crate::source::Source;
 use crate::spec::Spec;
@@ -123,7 +125,7 @@ impl Simulation {
             .ports
             .iter()
             .enumerate()
-            .map(|(i, p)| Port::new(p, Rng::new(spec.seed, (1 << 32) | i as u64)))
+            .map(|(i, p)| Port::new(p, spec.interval, Rng::new(spec.seed, (1 << 32) | i as u64)))
             .collect();
         let mut streams = Vec::with_capacity(spec.streams.len());
         let mut scheduler = Scheduler::new();
@@ -475,13 +477,23 @@ impl Simulation {
             }
         }
         let node_names: Vec<&str> = self.nodes.iter().map(|n| n.name.as_str()).collect();
-        for port in &self.ports {
+        for port in &mut self.ports {
             for (class, c) in port.counters.iter().enumerate() {
                 if c.tx_frames > 0 || c.drops.iter().any(|&d| d > 0) {
                     report
                         .ports
                         .push(PortRow::new(port, class as u8, c, &node_names));
                 }
+            }
+            let node = node_names[port.from as usize];
+            for (i, row) in port.occupancy.finish(end).iter().enumerate() {
+                report.port_series.push(PortSeriesRow::new(
+                    &port.name,
+                    node,
+                    i as f64 * interval_s,
+                    self.interval,
+                    row,
+                ));
             }
         }
         for node in &self.nodes {

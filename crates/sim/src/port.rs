@@ -4,12 +4,13 @@
 //!
 //! The port decides which frame starts when; it does not know where frames go. Queue occupancy
 //! is visible (`queued_bytes`), which is where a congestion point (BCN/FECN/QCN sampling) hooks
-//! in.
+//! in, and recorded over time for the whole port (`occupancy`, the queue-length series).
 
 use std::collections::VecDeque;
 
 use serde::Serialize;
 
+use crate::metrics::QueueSeries;
 use crate::rng::Rng;
 use crate::shaper::{CreditShaper, GateControl};
 use crate::spec::{LossSpec, PortSpec, TRAFFIC_CLASSES};
@@ -129,11 +130,14 @@ pub struct Port {
     pub wakeup: Option<SimTime>,
     /// Counters per class.
     pub counters: [ClassCounters; TRAFFIC_CLASSES],
+    /// Buffer bytes queued over all classes, per interval of the scenario.
+    pub occupancy: QueueSeries,
 }
 
 impl Port {
-    /// The port of `spec`, drawing its losses from `rng`.
-    pub fn new(spec: &PortSpec, rng: Rng) -> Port {
+    /// The port of `spec`, drawing its losses from `rng`, its occupancy series binned by
+    /// `interval`.
+    pub fn new(spec: &PortSpec, interval: SimTime, rng: Rng) -> Port {
         let loss = match spec.loss {
             LossSpec::None => LinkLoss::None,
             LossSpec::Bernoulli { p } => LinkLoss::Bernoulli { p },
@@ -172,6 +176,7 @@ impl Port {
             busy_until: SimTime::ZERO,
             wakeup: None,
             counters: [ClassCounters::default(); TRAFFIC_CLASSES],
+            occupancy: QueueSeries::new(interval),
         }
     }
 
@@ -204,6 +209,7 @@ impl Port {
         self.queues[c].push_back(frame);
         self.nonempty |= 1 << class;
         self.queued_bytes[c] += u64::from(frame.buffer);
+        self.occupancy.add(now, u64::from(frame.buffer));
         let counters = &mut self.counters[c];
         counters.max_queue_bytes = counters.max_queue_bytes.max(self.queued_bytes[c]);
     }
@@ -238,7 +244,7 @@ impl Port {
                     match gates.earliest_start(class, start, self.wire_time(head.bytes)) {
                         Some(t) => start = t,
                         None => {
-                            unsendable.push((class, self.pop(class)));
+                            unsendable.push((class, self.pop(class, now)));
                             continue;
                         }
                     }
@@ -257,12 +263,13 @@ impl Port {
         }
     }
 
-    fn pop(&mut self, class: u8) -> Queued {
+    fn pop(&mut self, class: u8, now: SimTime) -> Queued {
         let c = usize::from(class);
         let frame = self.queues[c]
             .pop_front()
             .expect("pop from a non-empty queue");
         self.queued_bytes[c] -= u64::from(frame.buffer);
+        self.occupancy.remove(now, u64::from(frame.buffer));
         if self.queues[c].is_empty() {
             self.nonempty &= !(1 << class);
         }
@@ -272,7 +279,7 @@ impl Port {
     /// Starts the head frame of `class` now: the wire is busy for its wire time.
     #[inline]
     pub fn start(&mut self, class: u8, now: SimTime) -> (Queued, SimTime) {
-        let frame = self.pop(class);
+        let frame = self.pop(class, now);
         let duration = self.wire_time(frame.bytes);
         let c = usize::from(class);
         if let Some(shaper) = self.shapers[c].as_mut() {

@@ -1,11 +1,12 @@
 //! The results of a run as plain rows, serialised to JSON for the Python side (which turns
 //! each table into a pandas DataFrame): per-stream summaries, per-interval series, per-port
-//! and per-node counters, FRER counters, the optional trace, and how fast the run went.
+//! and per-node counters, each port's queue length per interval, FRER counters, the optional
+//! trace, and how fast the run went.
 
 use frer::recovery::RecoveryCounters;
 use serde::Serialize;
 
-use crate::metrics::{IntervalRow, StreamSummary};
+use crate::metrics::{IntervalRow, QueueInterval, StreamSummary};
 use crate::port::{ClassCounters, DropReason, Port};
 use crate::units::SimTime;
 
@@ -18,6 +19,8 @@ pub struct Report {
     pub series: Vec<SeriesRow>,
     /// One row per port and traffic class that carried or dropped frames.
     pub ports: Vec<PortRow>,
+    /// One row per port (every port, idle ones too) and interval.
+    pub port_series: Vec<PortSeriesRow>,
     /// One row per node.
     pub nodes: Vec<NodeRow>,
     /// One row per recovery function.
@@ -115,6 +118,36 @@ impl PortRow {
             drop_link_down: d(DropReason::LinkDown),
             drop_link_loss: d(DropReason::LinkLoss),
             drop_gate_too_short: d(DropReason::GateTooShort),
+        }
+    }
+}
+
+/// One interval of a port's queue length: buffer bytes queued over all its traffic classes
+/// (frames waiting, as in `PortRow::max_queue_bytes`: a frame leaves the queue when its
+/// transmission starts).
+#[derive(Debug, Serialize)]
+pub struct PortSeriesRow {
+    /// Port name.
+    pub port: String,
+    /// Node owning the port.
+    pub node: String,
+    /// Start of the interval, in seconds.
+    pub time_s: f64,
+    /// Largest occupancy in the interval, in buffer bytes.
+    pub queue_max_bytes: u64,
+    /// Time-weighted mean occupancy over the interval, in buffer bytes.
+    pub queue_mean_bytes: f64,
+}
+
+impl PortSeriesRow {
+    /// The row of interval `row` of `port`, starting at `time_s`, `length` long.
+    pub fn new(port: &str, node: &str, time_s: f64, length: SimTime, row: &QueueInterval) -> Self {
+        PortSeriesRow {
+            port: port.to_string(),
+            node: node.to_string(),
+            time_s,
+            queue_max_bytes: row.max_bytes,
+            queue_mean_bytes: row.byte_ps as f64 / length.0 as f64,
         }
     }
 }

@@ -1,7 +1,8 @@
 //! Validation against queueing theory and the definitions of the shapers: M/M/1 and M/D/1
 //! mean sojourn time (Pollaczek-Khinchine), delivered loss p^2 over two independently lossy
-//! paths, loss 1 - C/L of a saturated FIFO, idleSlope throughput of a saturated CBS class, and
-//! no transmission outside its class's gate windows under TAS.
+//! paths, loss 1 - C/L of a saturated FIFO, the queue-length series of a port fed at twice its
+//! rate (a linear ramp up to the queue limit, then the drain), idleSlope throughput of a
+//! saturated CBS class, and no transmission outside its class's gate windows under TAS.
 
 mod common;
 
@@ -141,6 +142,59 @@ fn a_saturated_fifo_loses_one_minus_capacity_over_load() {
         "loss {} vs 1 - C/L = 0.5",
         s.loss_ratio
     );
+}
+
+#[test]
+fn a_port_fed_at_twice_its_rate_ramps_its_queue_to_the_limit_and_an_idle_port_stays_empty() {
+    // 1000-byte frames (no L1 overhead) every 4 us into a 1 Gbit/s port that sends one per
+    // S = 8 us: F floor((t + S/2) / S) bytes wait, a ramp of one frame per S. Over an interval
+    // of 100 S from a to b, the mean is the ramp's value at (a + b) / 2 and the maximum its
+    // value at b; the limit of 250 frames holds it flat from 250 S until the talker stops at
+    // 300 S, then the queue drains one frame per S (the level at an interval's first instant,
+    // before that instant's departure, counts as its maximum).
+    let interval = SEC / 1250;
+    let mut q = port("q", 0, 1, GBIT);
+    q["overhead"] = json!(0);
+    q["queue_limits"][0] = json!(250_000);
+    let mut s = stream(
+        "s",
+        0,
+        1,
+        2 * GBIT,
+        1000,
+        json!([{"port": 0, "next": []}]),
+        json!([0]),
+    );
+    s["rate_counts_l1"] = json!(false);
+    let mut spec = scenario(
+        3 * interval,
+        json!([node("talker"), node("listener")]),
+        json!([q, port("back", 1, 0, GBIT)]),
+        json!([s]),
+    );
+    spec["interval"] = json!(interval);
+    let report = run(&spec);
+    let series = |port: &str| -> Vec<(u64, f64)> {
+        report
+            .port_series
+            .iter()
+            .filter(|r| r.port == port)
+            .map(|r| (r.queue_max_bytes, r.queue_mean_bytes))
+            .collect()
+    };
+    let ramp = [
+        (100_000, 50_000.0),
+        (200_000, 150_000.0),
+        (250_000, 237_500.0),
+    ];
+    let drain = [
+        (250_000, 199_500.0),
+        (150_000, 99_500.0),
+        (50_000, 12_250.0),
+    ];
+    assert_eq!(series("q"), [ramp, drain].concat());
+    assert_eq!(series("back"), [(0, 0.0); 6]);
+    assert_eq!(report.ports[0].max_queue_bytes, 250_000);
 }
 
 /// Two talkers, each saturating its own 1 Gbit/s link, into one 1 Gbit/s switch port:

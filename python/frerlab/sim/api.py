@@ -5,6 +5,7 @@
     result.streams        # one row per stream: sent, received, lost, loss_ratio, duplicates,
                           # reordered, latency_{min,mean,stddev,max,p50,p90,p99,p99_9,...}_ns
     result.series         # per stream and interval: sent, received, lost, throughput_bps, ...
+    result.port_series    # per port and interval: queue_max_bytes, queue_mean_bytes (all classes)
     result.ports, result.nodes, result.frer, result.trace
     sim.sweep(scenario, {"streams.video.rate": ["100Mbps", "200Mbps"]})
 
@@ -30,7 +31,7 @@ from frerlab.files import write_atomic
 from frerlab.sim.cost import Cost, estimate, require_affordable
 from frerlab.sim.scenario import Scenario, compile_spec, parse_scenario, read_data
 
-TABLES = ("streams", "series", "ports", "nodes", "frer", "trace")
+TABLES = ("streams", "series", "ports", "port_series", "nodes", "frer", "trace")
 
 
 @dataclass
@@ -59,6 +60,12 @@ class SimResult:
     def ports(self) -> pd.DataFrame:
         """One row per port and traffic class that carried or dropped frames."""
         return self.tables["ports"]
+
+    @property
+    def port_series(self) -> pd.DataFrame:
+        """One row per port (idle ones too) and interval: the largest and the time-weighted mean
+        of the buffer bytes queued over all its traffic classes, at the streams' `interval`."""
+        return self.tables["port_series"]
 
     @property
     def nodes(self) -> pd.DataFrame:
