@@ -102,6 +102,13 @@ def test_quick_campaign_measures_the_known_dut_in_under_three_minutes(tmp_path):
     summary = json.loads((out / "summary.json").read_text())
     assert any(c["metric"] == "throughput_mbps" and c["step"] == "tcp" for c in summary["comparisons"])
     assert "FRER vs control:" in done.stdout and "results in" in done.stdout
+    # the report of what it measured: every step's figure, a fail-over timeline per mode
+    report = subprocess.run([*CLI, "report", str(out), "-o", str(tmp_path / "report.html")], capture_output=True,
+                            text=True, timeout=120)
+    assert report.returncode == 0, report.stderr
+    images = {p.stem for p in (tmp_path / "report-images").glob("*.png")}
+    assert {"throughput-vs-frame-size", "latency-percentiles", "loss-vs-load", "tcp-baseline"} <= images
+    assert sum(name.startswith("failover-") for name in images) == 2
 
 
 @pytest.fixture(scope="module")

@@ -53,6 +53,11 @@ def test_each_kind_of_results_gives_its_figures_and_images(results, tmp_path):
             assert f'id="fig-{f.id}"' in html
             assert (tmp_path / name / "images" / f"{f.id}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
             assert (tmp_path / name / "images" / f"{f.id}.svg").read_text().lstrip().startswith("<svg")
+    sim_figures = {f.id: f for f in write_report([results["sim"]], tmp_path / "s.html")}
+    queue = sim_figures["sim-queue-sim"]
+    busy = {p["series"].rsplit(" ", 1)[0] for p in queue.points}
+    assert busy and "sim-rate-sim" in sim_figures
+    assert all(max(p["y"] for p in queue.points if p["series"].startswith(port)) > 0 for port in busy)
     ids = {f.id for f in write_report([QUICK], tmp_path / "q.html")}
     assert {"throughput-vs-frame-size", "latency-vs-frame-size", "latency-percentiles", "loss-vs-load",
             "tcp-baseline"} <= ids

@@ -318,25 +318,31 @@ def search_traces(sources: list[Source], label) -> list[Figure]:
 
 def failover_timelines(sources: list[Source], label) -> list[Figure]:
     found = []
+    names = {"sent": "sent by the talker", "path_a": "path a", "path_b": "path b",
+             "after_elimination": "after elimination"}
     for s in sources:
         for k, (mode, result, timeline) in enumerate(s.failovers):
-            rules = [{"series": f"{'restore' if e['up'] else 'cut'} path {e['path']}", "x": e["t_s"] * 1000}
-                     for e in result.get("events", [])]
             if timeline:
                 bin_ms = timeline["bin_ms"]
-                names = {"path_a": "path a", "path_b": "path b", "after_elimination": "after elimination"}
                 points = [{"series": names.get(name, name), "x": i * bin_ms, "y": n / bin_ms}
                           for name, counts in timeline["series"].items() for i, n in enumerate(counts)]
-                how = f"frames per millisecond on each path and after elimination ({bin_ms:g} ms bins, from captures)"
+                rules = [{"series": e["what"].replace(" ", " path ", 1), "x": e["t_ms"]} for e in timeline["events"]]
+                how = (f"data frames per millisecond as sent, on each path and after elimination ({bin_ms:g} ms bins, "
+                       "from tcpdump captures in the testbed's namespaces"
+                       + ("" if timeline.get("complete") else "; a capture dropped frames, so a series may miss some")
+                       + ")")
             else:
                 points = [{"series": "after elimination", "x": i["from_s"] * 1000,
                            "y": i["received"] / ((i["to_s"] - i["from_s"]) * 1000)} for i in result.get("intervals", [])]
+                rules = [{"series": f"{'restore' if e['up'] else 'cut'} path {e['path']}", "x": e["t_s"] * 1000}
+                         for e in result.get("events", [])]
                 how = "frames per millisecond after elimination per interval (this run captured no per-path timeline)"
             found.append(_figure(points, id=f"failover-{_slug(s.label, mode, str(k))}",
                                  title=f"Fail-over timeline: {label(s, mode)}",
-                                 caption=f"The fail-over run's {how}; cuts and restores as vertical rules. "
-                                         f"Verdict: {result.get('verdict', '')}", x_title="time (ms)",
-                                 y_title="frames per ms", rules=rules, mark="line"))
+                                 caption=f"The fail-over run's {how}; each cut and restore as a vertical rule at the "
+                                         f"time it was asked for. Verdict: {result.get('verdict', '')}",
+                                 x_title="time since the first frame at the listener (ms)", y_title="frames per ms",
+                                 rules=rules, mark="line"))
     return [f for f in found if f]
 
 
@@ -353,12 +359,14 @@ def sim_figures(sources: list[Source]) -> list[Figure]:
                                  tooltip={"lost": "lost in interval"}, mark="line"))
         ports = s.tables.get("port_series")
         if ports is not None and len(ports):
+            busy = ports.groupby("port")["queue_max_bytes"].transform("max") > 0
+            ports = ports[busy]  # idle ports (every reverse direction, say) would only add flat zero lines
             points = [{"series": f"{r.port} {what}", "x": r.time_s, "y": getattr(r, column) / 1024}
                       for r in ports.itertuples() for what, column in (("max", "queue_max_bytes"),
                                                                        ("mean", "queue_mean_bytes"))]
             found.append(_figure(points, id=f"sim-queue-{_slug(s.label)}", title=f"Simulator: queue length ({s.label})",
-                                 caption="Queued bytes of each egress port per report interval: the maximum and the "
-                                         "time-weighted mean (simulator run).", x_title="simulated time (s)",
+                                 caption="Queued bytes of each egress port that ever queued a frame, per report "
+                                         "interval: the maximum and the time-weighted mean (simulator run).", x_title="simulated time (s)",
                                  y_title="queue (KiB)", mark="line"))
     return [f for f in found if f]
 
