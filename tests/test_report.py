@@ -164,3 +164,12 @@ def test_a_browser_offline_draws_every_figure_with_its_series_and_points(results
             browser.close()
     assert errors == []
     assert all(u.startswith("file://") for u in requests), [u for u in requests if not u.startswith("file://")]
+
+
+def test_commands_other_than_report_do_not_load_the_plotting_libraries():
+    # every verb's start pays for what the command line imports: `gen recv` must be listening
+    # within moments of starting (the campaign's trials and their tests count on it)
+    probe = ("import sys, frerlab.cli; frerlab.cli.build_parser(); "
+             "print(sorted(m for m in ('altair', 'vl_convert', 'scipy') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from frerlab.report import figures, page, sources, tables
-
 
 def write_report(dirs: list[Path], out: Path, images: Path | None = None,
-                 line_rate_bps: float | None = None) -> list[figures.Figure]:
-    """The report of `dirs` into `out` (and the images into `images`); returns its figures."""
+                 line_rate_bps: float | None = None) -> list:
+    """The report of `dirs` into `out` (and the images into `images`); returns its figures
+    (frerlab.report.figures.Figure). The modules load here, not when the package is imported:
+    every `frerlab` command imports the package's cli, and Altair, vl-convert and SciPy would
+    add half a second to each start."""
+    from frerlab.report import figures, page, sources, tables
+
     found = sources.load_all(dirs)
     drawn = figures.build(found, line_rate_bps)
     if images is not None:
