@@ -23,6 +23,7 @@ AREAS = [
     "frerlab.sim.cli",
     "frerlab.traffic.cli",
     "frerlab.dataplane.cli",
+    "frerlab.config.cli",
     "frerlab.testbed.cli",
     "frerlab.bench.cli",
     "frerlab.remote.cli",

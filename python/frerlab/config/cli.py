@@ -1,0 +1,126 @@
+"""`frerlab config export CONFIG.yaml --format yang-json|--target lan966x [-o FILE]`,
+`frerlab config import FILE [-o CONFIG.yaml]` and `frerlab config validate FILE.json --yang-dir DIR`:
+one node's data plane configuration as IEEE YANG instance data or as a LAN966x switch script,
+and back. Registering the verbs imports nothing heavy: the converters (and yangson, only for
+`validate`) are imported when a verb runs."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from frerlab.errors import UsageError
+
+EPILOG = """examples:
+  frerlab config export configs/dataplane/sw2-eliminate.yaml --format yang-json -o sw2.json
+  frerlab config import sw2.json -o sw2.yaml              back into the YAML vocabulary
+  frerlab config validate sw2.json --yang-dir ~/yang      against the IEEE modules you have
+  frerlab config export configs/dataplane/lan966x-sw1.yaml --target lan966x -o sw1.sh
+  frerlab hosts push lab-hosts.yaml sw1.sh                 run it on the switch
+
+docs/config.md maps every node and says what is refused and why.
+"""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Adds `config export`, `config import` and `config validate`."""
+    config = subparsers.add_parser("config", help="a data plane configuration as IEEE YANG data or a LAN966x "
+                                                  "switch script, and back", epilog=EPILOG,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    verbs = config.add_subparsers(title="verbs", metavar="VERB")
+    config.set_defaults(func=lambda args: config.print_help() or 2)
+    export = verbs.add_parser("export", help="write a configuration as YANG instance data or a LAN966x script",
+                              epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    export.add_argument("config", type=Path, help="the data plane configuration (YAML)")
+    what = export.add_mutually_exclusive_group(required=True)
+    what.add_argument("--format", choices=["yang-json"], help="RFC 7951 JSON after ieee802-dot1cb-frer and "
+                                                              "ieee802-dot1cb-stream-identification")
+    what.add_argument("--target", choices=["lan966x"], help="the command script of the Microchip LAN966x BSP")
+    export.add_argument("--chip-port", action="append", default=[], metavar="PORT=N",
+                        help="lan966x: the switch's chip port number of a port (default: its position in "
+                             "`ports`, from 0); repeatable")
+    export.add_argument("-o", "--output", type=Path, help="the file to write (default: standard output)")
+    export.set_defaults(func=_export)
+    imp = verbs.add_parser("import", help="read YANG instance data (.json) or a LAN966x script (.sh) back "
+                                          "into a configuration", epilog=EPILOG,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    imp.add_argument("file", type=Path, help="YANG instance data (JSON) or a script `export --target lan966x` wrote")
+    imp.add_argument("--from", dest="source", choices=["yang-json", "lan966x"],
+                     help="what the file is (default: by its suffix, .json or .sh)")
+    imp.add_argument("-o", "--output", type=Path, help="the YAML file to write (default: standard output)")
+    imp.set_defaults(func=_import)
+    validate = verbs.add_parser("validate", help="validate YANG instance data against YANG modules you have",
+                                epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    validate.add_argument("file", type=Path, help="the instance data (JSON)")
+    validate.add_argument("--yang-dir", type=Path, action="append", required=True,
+                          help="a directory of YANG modules (NAME.yang or NAME@REVISION.yang); repeatable")
+    validate.set_defaults(func=_validate)
+
+
+def _write(text: str, output: Path | None) -> None:
+    if output is None:
+        print(text, end="")
+        return
+    from frerlab.files import write_atomic
+
+    write_atomic(output, text)
+    print(f"wrote {output}")
+
+
+def _chip_ports(values: list[str]) -> dict[str, int]:
+    ports = {}
+    for value in values:
+        name, _, number = value.partition("=")
+        if not name or not number.isdigit():
+            raise UsageError(f"--chip-port {value!r} is not PORT=N (a port of the configuration and its chip "
+                             "port number, e.g. pa=1)")
+        ports[name] = int(number)
+    return ports
+
+
+def _export(args: argparse.Namespace) -> int:
+    from frerlab.dataplane.config import load_config
+
+    cfg = load_config(args.config)
+    if args.target == "lan966x":
+        from frerlab.config.lan966x import export_lan966x
+
+        text = export_lan966x(cfg, _chip_ports(args.chip_port), str(args.config))
+    else:
+        if args.chip_port:
+            raise UsageError("--chip-port is for --target lan966x only")
+        from frerlab.config.yang import dumps, export_yang
+
+        text = dumps(export_yang(cfg))
+    _write(text, args.output)
+    return 0
+
+
+def _import(args: argparse.Namespace) -> int:
+    import yaml
+
+    source = args.source or {".json": "yang-json", ".sh": "lan966x"}.get(args.file.suffix)
+    if source is None:
+        raise UsageError(f"{args.file}: say what it is with --from yang-json or --from lan966x (the suffix "
+                         "is neither .json nor .sh)")
+    if source == "lan966x":
+        from frerlab.config.lan966x import parse_lan966x_file
+
+        data, _ = parse_lan966x_file(args.file)
+    else:
+        from frerlab.config.yang import import_yang, read_instance
+
+        data, _ = import_yang(read_instance(args.file), str(args.file))
+    text = (f"# imported by `frerlab config import` from {args.file.name}\n"
+            + yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=100))
+    _write(text, args.output)
+    return 0
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from frerlab.config.yang import validate_file
+
+    members = validate_file(args.file, args.yang_dir)
+    print(f"{args.file}: valid configuration data ({members} top-level members) against the modules in "
+          f"{', '.join(map(str, args.yang_dir))}")
+    return 0
