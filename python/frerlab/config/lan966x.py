@@ -1,0 +1,462 @@
+"""The command script that configures a node's streams on a Microchip LAN966x/LAN9662 switch
+running the Microchip Linux BSP, and the parser that reads such a script back.
+
+The BSP has two tools. `vcap add` writes a VCAP IS1 rule that identifies a stream's frames on
+its input port and gives them an ingress stream index (ISDX). `frer` configures FRER per ISDX
+(its source names the commands): `frer iflow ISDX` sequence generation, R-TAG pop, the split
+onto up to two egress ports (--dev1/--dev2) and the member stream; `frer msa DEV1 [DEV2]`
+allocates a member stream (its id is printed, so a script keeps it in $MS on the same line),
+`frer ms DEV MS_ID` its individual recovery, `frer cs CS_ID` a compound stream's sequence
+recovery (member streams feed it through --cs_id). Each line runs alone (`frerlab hosts push`
+runs `sh -c LINE`), so a line that allocates a member stream also uses it.
+
+What the hardware or the tools cannot do is refused with a UsageError naming the entry, what
+would be valid and where the limit comes from (LIMITS). What the switch has no use for but a
+frerlab configuration holds (name, bridged ports, frerlab's indices and handles, a frame rate)
+is written as comments: `# frerlab: ...` header lines and a trailing `# key value ...` on each
+command, so that `parse_lan966x` gives back the same configuration. docs/config.md describes
+the mapping and which syntax could not be confirmed.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+from typing import Any
+
+from frerlab.dataplane import layout
+from frerlab.dataplane.config import LOCAL, NodeConfig, parse_config
+from frerlab.errors import UsageError
+from frerlab.yamlfile import read_text
+
+#: Limits of the switch and where each comes from.
+HISTORY = (2, 32)       # history length the LAN966x recovery takes (Microchip's documented range)
+RESET_MS = (1, 65535)   # reset_time is a u16 of milliseconds in the BSP's frer.h (lan966x_frer_stream_cfg)
+MAX_SPLIT = 2           # LAN966X_FRER_MAX_PORTS in the BSP's frer.h: ports of a split and of a member stream
+CHIP_PORTS = 9          # IF_IGR_PORT_MASK is 9 bits wide (the kernel's lan966x VCAP IS1 key fields)
+LIMITS = {
+    "history-length": f"{HISTORY[0]}..{HISTORY[1]} (the LAN966x recovery's range, as Microchip documents it)",
+    "reset-timeout": f"{RESET_MS[0]}..{RESET_MS[1]} ms (reset_time is a 16-bit number of ms in the BSP's frer.h)",
+    "split": f"at most {MAX_SPLIT} output ports (LAN966X_FRER_MAX_PORTS in the BSP's frer.h)",
+    "chip port": f"0..{CHIP_PORTS - 1} (IF_IGR_PORT_MASK is {CHIP_PORTS} bits in the LAN966x IS1 key)",
+}
+HEADER = """\
+# LAN966x FRER configuration of node {name}, written by `frerlab config export --target lan966x`
+# from {source}. Run it on the switch: frerlab hosts push HOSTS.yaml THIS.sh (one line at a time).
+# Tools of the Microchip LAN966x Linux BSP: `frer` (syntax from the tool's source: cs, msa, ms,
+# iflow) and `vcap`. The vcap syntax (vcap add ID is1 PRIORITY LOOKUP KEYSET, KEY VALUE MASK...,
+# VCAP_AFS_S1, ACTION VALUE...) follows published uses of the tool and the key and action names
+# of the kernel's LAN966x VCAP model; it was NOT checked against the vcap tool's own source:
+# check the first rule with `vcap get ID` before relying on the script. Numbers are hexadecimal;
+# IF_IGR_PORT_MASK has bit N for chip port N. `# frerlab:` lines and the `# ...` after each
+# command are for `frerlab config import` only.
+"""
+_FRERLAB = "# frerlab: "
+
+
+def _hex(value: int) -> str:
+    return f"0x{value:x}"
+
+
+def _vlan_keys(tagged: str, vlan: int, where: str) -> list[str]:
+    if tagged == "priority":
+        raise UsageError(f"{where}: tagged: priority is not exported to lan966x (whether the IS1 VID key of an "
+                         "untagged frame is 0 or its PVID is not known); use tagged or all")
+    keys = ["8021Q_VLAN_TAGGED_IS 1 1"] if tagged == "tagged" else []
+    if vlan:
+        keys.append(f"8021Q_VID0 {_hex(vlan)} 0xfff")
+    return keys
+
+
+def _mac_key(name: str, mac: str) -> str:
+    return f"{name} 0x{mac.replace(':', '')} 0xffffffffffff"
+
+
+def _is1(ident, where: str) -> tuple[str, list[str], list[str], list[str]]:
+    """(keyset, keys, actions, comment words) of the IS1 rule of a stream identity."""
+    if (null := ident.null_stream_identification) is not None:
+        return ("VCAP_KFS_DMAC_VID", [_mac_key("L2_DMAC", null.destination_mac),
+                                      *_vlan_keys(null.tagged, null.vlan, where)], [], [])
+    if (smac := ident.smac_vlan_stream_identification) is not None:
+        return ("VCAP_KFS_NORMAL", [_mac_key("L2_SMAC", smac.source_mac),
+                                    *_vlan_keys(smac.tagged, smac.vlan, where)], [], [])
+    if (active := ident.dmac_vlan_stream_identification) is not None:
+        down, up = active.down, active.up
+        if up.destination_mac != down.destination_mac:
+            raise UsageError(f"{where}: dmac-vlan-stream-identification rewrites the destination MAC "
+                             f"({down.destination_mac} -> {up.destination_mac}), which the LAN966x cannot do "
+                             "(no IS1 or ES0 action sets it); give up the same destination-mac as down")
+        if up.tagged != "tagged" or not up.vlan:
+            raise UsageError(f"{where}: dmac-vlan-stream-identification up: the switch classifies the stream to "
+                             "a VLAN (IS1 VID_REPLACE): give up a vlan 1..4095 and tagged: tagged")
+        actions = [f"VID_REPLACE_ENA 1 VID_VAL {_hex(up.vlan)}"]
+        if up.priority is not None:
+            actions.append(f"PCP_DEI_ENA 1 PCP_VAL {up.priority} DEI_VAL 0")
+        comment = [] if down.priority is None else ["down-priority", str(down.priority)]
+        return ("VCAP_KFS_DMAC_VID", [_mac_key("L2_DMAC", down.destination_mac),
+                                      *_vlan_keys(down.tagged, down.vlan, where)], actions, comment)
+    ip = ident.ip_stream_identification
+    if ip.destination_mac:
+        raise UsageError(f"{where}: ip-stream-identification with destination-mac: the LAN966x IS1 key for "
+                         "IPv4 5-tuples (VCAP_KFS_5TUPLE_IP4) has no destination MAC; remove it or use null "
+                         "stream identification")
+    src, dst = ipaddress.ip_address(ip.ip_source), ipaddress.ip_address(ip.ip_destination)
+    if 6 in (src.version, dst.version):
+        raise UsageError(f"{where}: IPv6 identification is not exported to lan966x (the vcap tool's format for "
+                         "128-bit keys was not found); use IPv4")
+    keys = _vlan_keys(ip.tagged, ip.vlan, where)
+    if not dst.is_unspecified:
+        keys.append(f"L3_IP4_DIP {_hex(int(dst))} 0xffffffff")
+    if not src.is_unspecified:
+        keys.append(f"L3_IP4_SIP {_hex(int(src))} 0xffffffff")
+    if ip.dscp != 64:
+        keys.append(f"L3_DSCP {_hex(ip.dscp)} 0x3f")
+    if ip.next_protocol != "none":
+        keys.append(f"L3_IP_PROTO {_hex({'udp': 17, 'tcp': 6, 'sctp': 132}[ip.next_protocol])} 0xff")
+    if ip.source_port or ip.destination_port:
+        mask = (0xffff0000 if ip.source_port else 0) | (0xffff if ip.destination_port else 0)
+        keys.append(f"IP_PAYLOAD_5TUPLE {_hex(ip.source_port << 16 | ip.destination_port)} {_hex(mask)}")
+    return "VCAP_KFS_5TUPLE_IP4", keys, [], []
+
+
+def _recovery_options(rec, where: str) -> str:
+    timeout = rec.timeout_ns()
+    if rec.latent_error_detection is not None:
+        raise UsageError(f"{where}: latent-error-detection is not exported: the LAN966x frer tool has no "
+                         "latent error detection (802.1CB 7.4.4 is left to software there); remove it")
+    if not HISTORY[0] <= rec.history_length <= HISTORY[1]:
+        raise UsageError(f"{where}: history-length {rec.history_length} is out of range for lan966x: "
+                         f"{LIMITS['history-length']}")
+    if timeout is None or timeout % 1_000_000 or not RESET_MS[0] <= timeout // 1_000_000 <= RESET_MS[1]:
+        shown = "never" if timeout is None else f"{timeout / 1e6:g} ms"
+        raise UsageError(f"{where}: reset-timeout {shown} is out of range for lan966x: {LIMITS['reset-timeout']}")
+    return (f"--alg {0 if rec.algorithm == 'vector' else 1} --hlen {rec.history_length} "
+            f"--reset_time {timeout // 1_000_000} --take_no_seq {int(rec.take_no_sequence)}")
+
+
+def export_lan966x(cfg: NodeConfig, chip_ports: dict[str, int] | None = None, source: str = "config") -> str:
+    """The LAN966x BSP script configuring `cfg`'s streams; UsageError for what the switch cannot do."""
+    chip = {p: n for n, p in enumerate(cfg.ports)}
+    for name, number in (chip_ports or {}).items():
+        if name not in chip:
+            raise UsageError(f"--chip-port {name}={number}: {name} is not one of ports ({', '.join(cfg.ports)})")
+        chip[name] = number
+    for name, number in chip.items():
+        if not 0 <= number < CHIP_PORTS:
+            raise UsageError(f"chip port {number} of port {name} is out of range: {LIMITS['chip port']}")
+    if len(set(chip.values())) != len(chip):
+        raise UsageError(f"two ports have the same chip port ({chip}); give each its own with --chip-port")
+    for kind, entries in (("sequence-identification", cfg.sequence_identification),
+                          ("stream-split", cfg.stream_split), ("port-settings", cfg.port_settings)):
+        if entries:
+            why = {"sequence-identification": "streams are R-tagged by generation and untagged by the pop of "
+                                              "the node that recovers them (the default encoding)",
+                   "stream-split": "a LAN966x split sends one copy per port (iflow --dev1/--dev2)",
+                   "port-settings": "set a port's PVID with `bridge vlan add ... pvid` on the switch"}[kind]
+            raise UsageError(f"{kind} is not exported to lan966x: {why}; remove it")
+    plan = cfg.plan
+    forwarding = {f.stream: list(f.output_port) for f in cfg.stream_forwarding}
+    lines = [HEADER.format(name=cfg.name, source=source).rstrip("\n"),
+             f"{_FRERLAB}node {cfg.name}", f"{_FRERLAB}ports " + " ".join(f"{p}={chip[p]}" for p in cfg.ports)]
+    if cfg.netns:
+        lines.append(f"{_FRERLAB}netns {cfg.netns}")
+    if cfg.bridge_ports:
+        lines.append(f"{_FRERLAB}bridge-ports " + " ".join(cfg.bridge_ports))
+
+    isdx: list[tuple[int, str]] = []  # ISDX - 1 -> (handle, input port)
+    rules = []
+    for ident in cfg.stream_identity:
+        where = f"stream-identity {ident.index}"
+        if ident.out_facing.output_port:
+            raise UsageError(f"{where}: out-facing identification (frames this host sends, or a per-port rewrite "
+                             "of the copies) is not exported to lan966x: a switch identifies frames where they "
+                             "enter (in-facing input-port)")
+        keyset, keys, actions, extra = _is1(ident, where)
+        for p in ident.in_facing.input_port:
+            isdx.append((ident.handle, p))
+            n = len(isdx)
+            rules.append(f"vcap add {n} is1 {n} 0 {keyset} IF_IGR_PORT_MASK {_hex(1 << chip[p])} 0x1ff "
+                         f"{' '.join(keys)}{' ' if keys else ''}VCAP_AFS_S1 ISDX_REPLACE_ENA 1 ISDX_ADD_VAL {n}"
+                         f"{''.join(' ' + a for a in actions)} # stream-identity {ident.index} handle {ident.handle}"
+                         f"{''.join(' ' + w for w in extra)}")
+    lines += rules
+
+    generation = {h: g.index for g in cfg.sequence_generation for h in g.stream}
+    compound: dict[int, int] = {}  # handle -> cs id
+    individual: dict[tuple[int, str], Any] = {}  # (handle, port) -> recovery entry
+    cs_lines = []
+    for rec in cfg.sequence_recovery:
+        where = f"sequence-recovery {rec.index}"
+        options = _recovery_options(rec, where)
+        rate = [] if rec.frame_rate is None else ["frame-rate", f"{rec.frame_rate:g}"]
+        if rec.individual_recovery:
+            for h in rec.stream:
+                for p in rec.port:
+                    individual[(h, p)] = (rec, options, rate)
+            continue
+        if rec.port:
+            raise UsageError(f"{where}: sequence recovery placed on ports ({', '.join(rec.port)}) is not exported: "
+                             "a LAN966x compound stream is one function for every frame of its stream; remove port")
+        for h in rec.stream:
+            compound[h] = len(compound)
+            cs_lines.append(f"frer cs {compound[h]} --enable 1 {options} # sequence-recovery {rec.index} stream {h}"
+                            f"{''.join(' ' + w for w in rate)}")
+    lines += cs_lines
+
+    done: set[int] = set()
+    for n, (handle, port) in enumerate(isdx, 1):
+        if n in done:
+            continue
+        outputs = forwarding[handle]
+        where = f"stream-forwarding of stream {handle}"
+        if LOCAL in outputs:
+            raise UsageError(f"{where}: {LOCAL!r} (this host) is not a switch port; the switch forwards the "
+                             "stream to ports only")
+        if len(outputs) > MAX_SPLIT:
+            raise UsageError(f"{where}: {len(outputs)} output ports is out of range for lan966x: {LIMITS['split']}")
+        devs = [*outputs, *["-"] * (MAX_SPLIT - len(outputs))]
+        stream = plan.handles.index(handle)
+        flags = plan.streams[stream][0]
+        iflow = (f"--generation {int(bool(flags & layout.STREAM_GENERATE))} "
+                 f"--pop {int(not flags & layout.STREAM_ENCODE)} --dev1 {devs[0]} --dev2 {devs[1]}")
+        gen = ["sequence-generation", str(generation[handle])] if handle in generation else []
+        member = individual.get((handle, port))
+        if member is None and handle not in compound:
+            lines.append(f"frer iflow {n} {iflow}{' # ' + ' '.join(gen) if gen else ''}")
+            continue
+        if handle not in compound:
+            raise UsageError(f"sequence-recovery {member[0].index}: individual recovery without a sequence "
+                             f"recovery function of stream {handle} on this node is not exported: a LAN966x member "
+                             "stream feeds a compound stream (frer ms --cs_id); add one")
+        if member is None:  # a member stream that only feeds the compound stream
+            members, ms_options, comment = [n], "--enable 0", gen
+        else:
+            rec, ms_options, rate = member
+            members = [m for m, (h, p) in enumerate(isdx, 1) if h == handle and individual.get((h, p)) is member]
+            ms_options = f"--enable 1 {ms_options}"
+            comment = [*gen, "sequence-recovery", str(rec.index), "stream", str(handle), *rate]
+        done.update(members)
+        parts = [f"MS=$(frer msa {' '.join(outputs)})"]
+        parts += [f"frer ms {d} $MS {ms_options} --cs_id {compound[handle]}" for d in outputs]
+        parts += [f"frer iflow {m} --ms_enable 1 --ms_id $MS {iflow}" for m in members]
+        lines.append(" && ".join(parts) + (" # " + " ".join(comment) if comment else ""))
+    return "\n".join(lines) + "\n"
+
+
+# ---- the parser ----
+
+_KEYSETS = ("VCAP_KFS_DMAC_VID", "VCAP_KFS_NORMAL", "VCAP_KFS_5TUPLE_IP4")
+
+
+class _Script:
+    """What the lines of a script say, gathered while reading it."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.where = source
+        self.out: dict[str, Any] = {}
+        self.chip: dict[int, str] = {}
+        self.isdx: dict[int, tuple[int, str]] = {}  # ISDX -> (handle, input port)
+        self.identities: dict[int, dict[str, Any]] = {}
+        self.generation: dict[int, list[int]] = {}
+        self.recovery: dict[int, dict[str, Any]] = {}
+        self.cs: dict[int, dict[str, Any]] = {}
+        self.forwarding: dict[int, list[str]] = {}
+
+    def fail(self, message: str) -> UsageError:
+        return UsageError(f"{self.where}: {message}")
+
+    def number(self, text: str, what: str) -> int:
+        try:
+            return int(text, 0)
+        except ValueError:
+            raise self.fail(f"{what} {text!r} is not a number") from None
+
+
+def _options(script: _Script, words: list[str], allowed: tuple[str, ...]) -> dict[str, str]:
+    if len(words) % 2:
+        raise script.fail(f"`{' '.join(words)}`: options come as --name value pairs")
+    options = {}
+    for name, value in zip(words[::2], words[1::2]):
+        if name.removeprefix("--") not in allowed or not name.startswith("--"):
+            raise script.fail(f"option {name} is not one frerlab writes (valid: "
+                              f"{', '.join('--' + a for a in allowed)})")
+        options[name[2:]] = value
+    return options
+
+
+def _pairs(script: _Script, comment: str) -> dict[str, str]:
+    words = comment.split()
+    if len(words) % 2:
+        raise script.fail(f"the comment `# {comment}` is not `key value` pairs (frerlab writes them)")
+    return dict(zip(words[::2], words[1::2]))
+
+
+def _vcap(script: _Script, words: list[str], meta: dict[str, str]) -> None:
+    if len(words) < 7 or words[3] != "is1" or words[6] not in _KEYSETS or "VCAP_AFS_S1" not in words:
+        raise script.fail("expected `vcap add ID is1 PRIORITY LOOKUP KEYSET KEY VALUE MASK ... VCAP_AFS_S1 "
+                          f"ACTION VALUE ...` with a keyset of {', '.join(_KEYSETS)}")
+    split = words.index("VCAP_AFS_S1")
+    keys, actions = words[7:split], words[split + 1:]
+    if len(keys) % 3 or len(actions) % 2:
+        raise script.fail("keys come as KEY VALUE MASK, actions as ACTION VALUE")
+    key = {k: (script.number(v, k), script.number(m, k)) for k, v, m in zip(keys[::3], keys[1::3], keys[2::3])}
+    action = {a: script.number(v, a) for a, v in zip(actions[::2], actions[1::2])}
+    if "stream-identity" not in meta or "handle" not in meta:
+        raise script.fail("a vcap rule needs its `# stream-identity N handle H` comment")
+    index, handle = int(meta["stream-identity"]), int(meta["handle"])
+    mask = key.pop("IF_IGR_PORT_MASK", (0, 0))[0]
+    ports = [name for n, name in script.chip.items() if mask == 1 << n]
+    if not ports:
+        raise script.fail(f"IF_IGR_PORT_MASK {_hex(mask)} is not one of the chip ports of the `# frerlab: ports` line")
+    if action.get("ISDX_REPLACE_ENA") != 1 or "ISDX_ADD_VAL" not in action:
+        raise script.fail("the rule gives no ISDX (ISDX_REPLACE_ENA 1 ISDX_ADD_VAL N)")
+    script.isdx[action["ISDX_ADD_VAL"]] = (handle, ports[0])
+    vlan = {"tagged": "tagged" if "8021Q_VLAN_TAGGED_IS" in key else "all", "vlan": key.get("8021Q_VID0", (0, 0))[0]}
+    mac = key.get("L2_DMAC", key.get("L2_SMAC", (0, 0)))[0].to_bytes(6, "big").hex(":")
+    if words[6] == "VCAP_KFS_5TUPLE_IP4":
+        params: dict[str, Any] = {**vlan}
+        for k, leaf in (("L3_IP4_SIP", "ip-source"), ("L3_IP4_DIP", "ip-destination")):
+            if k in key:
+                params[leaf] = str(ipaddress.IPv4Address(key[k][0]))
+        if "L3_DSCP" in key:
+            params["dscp"] = key["L3_DSCP"][0]
+        if "L3_IP_PROTO" in key:
+            protocols = {17: "udp", 6: "tcp", 132: "sctp"}
+            if key["L3_IP_PROTO"][0] not in protocols:
+                raise script.fail(f"L3_IP_PROTO {key['L3_IP_PROTO'][0]} is not udp, tcp or sctp")
+            params["next-protocol"] = protocols[key["L3_IP_PROTO"][0]]
+        if "IP_PAYLOAD_5TUPLE" in key:
+            value, ports_mask = key["IP_PAYLOAD_5TUPLE"]
+            if ports_mask & 0xffff0000:
+                params["source-port"] = value >> 16
+            if ports_mask & 0xffff:
+                params["destination-port"] = value & 0xffff
+        kind = ("ip-stream-identification", params)
+    elif "VID_REPLACE_ENA" in action:
+        down = {"destination-mac": mac, **vlan}
+        if "down-priority" in meta:
+            down["priority"] = int(meta["down-priority"])
+        up = {"destination-mac": mac, "tagged": "tagged", "vlan": action.get("VID_VAL", 0)}
+        if action.get("PCP_DEI_ENA") == 1:
+            up["priority"] = action.get("PCP_VAL", 0)
+        kind = ("dmac-vlan-stream-identification", {"down": down, "up": up})
+    elif words[6] == "VCAP_KFS_NORMAL":
+        kind = ("smac-vlan-stream-identification", {"source-mac": mac, **vlan})
+    else:
+        kind = ("null-stream-identification", {"destination-mac": mac, **vlan})
+    entry = script.identities.setdefault(index, {"index": index, "handle": handle,
+                                                 "in-facing": {"input-port": []}, kind[0]: kind[1]})
+    entry["in-facing"]["input-port"].append(ports[0])
+
+
+_RECOVERY_OPTIONS = ("enable", "alg", "hlen", "reset_time", "take_no_seq")
+
+
+def _recovery_values(script: _Script, options: dict[str, str]) -> dict[str, Any]:
+    for name in ("alg", "hlen", "reset_time", "take_no_seq"):
+        if name not in options:
+            raise script.fail(f"--{name} is missing (frerlab writes every recovery setting)")
+    return {"algorithm": ("vector", "match")[script.number(options["alg"], "--alg") != 0],
+            "history-length": script.number(options["hlen"], "--hlen"),
+            "reset-timeout": script.number(options["reset_time"], "--reset_time"),
+            "take-no-sequence": script.number(options["take_no_seq"], "--take_no_seq") != 0}
+
+
+def _command(script: _Script, words: list[str], meta: dict[str, str], ms: dict[str, Any]) -> None:
+    if words[:2] == ["vcap", "add"]:
+        _vcap(script, words, meta)
+    elif words[:2] == ["frer", "cs"] and len(words) > 2:
+        values = _recovery_values(script, _options(script, words[3:], _RECOVERY_OPTIONS))
+        script.cs[script.number(words[2], "cs id")] = {"meta": meta, **values}
+    elif words[0].startswith("MS=$(frer") and words[:2] == ["MS=$(frer", "msa"] and words[-1].endswith(")"):
+        ms["devs"] = [*words[2:-1], words[-1][:-1]]
+    elif words[:2] == ["frer", "ms"] and len(words) > 3 and words[3] == "$MS":
+        options = _options(script, words[4:], (*_RECOVERY_OPTIONS, "cs_id"))
+        ms["cs"] = script.number(options.get("cs_id", "-1"), "--cs_id")
+        if options.get("enable") == "1":
+            ms["recovery"] = _recovery_values(script, options)
+    elif words[:2] == ["frer", "iflow"] and len(words) > 2:
+        n = script.number(words[2], "iflow id")
+        if n not in script.isdx:
+            raise script.fail(f"iflow {n} comes before a vcap rule giving ISDX {n}")
+        handle, port = script.isdx[n]
+        options = _options(script, words[3:], ("ms_enable", "ms_id", "generation", "pop", "dev1", "dev2"))
+        if options.get("ms_enable") == "1":
+            ms.setdefault("ports", []).append(port)
+            ms["handle"] = handle
+        if options.get("generation") == "1":
+            if "sequence-generation" not in meta:
+                raise script.fail("an iflow with --generation 1 needs its `# sequence-generation N` comment")
+            streams = script.generation.setdefault(int(meta["sequence-generation"]), [])
+            if handle not in streams:
+                streams.append(handle)
+        devs = [d for d in (options.get("dev1", "-"), options.get("dev2", "-")) if d != "-"]
+        script.forwarding.setdefault(handle, devs)
+    else:
+        raise script.fail(f"`{' '.join(words[:2])}` is not a command frerlab writes (vcap add, frer cs|msa|ms|iflow)")
+
+
+def parse_lan966x(text: str, source: str = "script") -> tuple[dict[str, Any], NodeConfig]:
+    """frerlab's YAML mapping of a script `export_lan966x` wrote, and the NodeConfig it validates
+    to; UsageError naming the line that cannot be read."""
+    script = _Script(source)
+    for number, line in enumerate(text.splitlines(), 1):
+        script.where = f"{source}:{number}"
+        line = line.strip()
+        if line.startswith(_FRERLAB):
+            key, _, value = line[len(_FRERLAB):].partition(" ")
+            if key == "node":
+                script.out["name"] = value
+            elif key == "netns":
+                script.out["netns"] = value
+            elif key == "bridge-ports":
+                script.out["bridge-ports"] = value.split()
+            elif key == "ports":
+                for item in value.split():
+                    name, _, chip = item.partition("=")
+                    script.chip[script.number(chip, f"chip port of {name}")] = name
+                script.out["ports"] = list(script.chip.values())
+            continue
+        if not line or line.startswith("#"):
+            continue
+        code, _, comment = line.partition(" # ")
+        meta = _pairs(script, comment)
+        ms: dict[str, Any] = {}
+        for part in code.split(" && "):
+            _command(script, part.split(), meta, ms)
+        if ms.get("ports"):
+            if "recovery" in ms:
+                index = int(meta.get("sequence-recovery", -1))
+                if index < 0:
+                    raise script.fail("a member stream with recovery needs its `# sequence-recovery N` comment")
+                entry = script.recovery.setdefault(index, {"index": index, "stream": [], "port": ms["ports"],
+                                                           "individual-recovery": True, **ms["recovery"]})
+                if ms["handle"] not in entry["stream"]:
+                    entry["stream"].append(ms["handle"])
+                if "frame-rate" in meta:
+                    entry["frame-rate"] = float(meta["frame-rate"])
+    if not script.chip:
+        raise UsageError(f"{source}: no `# frerlab: ports NAME=CHIP ...` line; frerlab reads back only scripts "
+                         "`frerlab config export --target lan966x` wrote")
+    for cs in script.cs.values():
+        meta = cs.pop("meta")
+        index = int(meta.get("sequence-recovery", -1))
+        entry = script.recovery.setdefault(index, {"index": index, "stream": [], **cs})
+        entry["stream"].append(int(meta.get("stream", -1)))
+        if "frame-rate" in meta:
+            entry["frame-rate"] = float(meta["frame-rate"])
+    out = script.out
+    out["stream-identity"] = [script.identities[i] for i in sorted(script.identities)]
+    if script.generation:
+        out["sequence-generation"] = [{"index": i, "stream": s} for i, s in sorted(script.generation.items())]
+    if script.recovery:
+        out["sequence-recovery"] = [script.recovery[i] for i in sorted(script.recovery)]
+    out["stream-forwarding"] = [{"stream": h, "output-port": p} for h, p in script.forwarding.items()]
+    return out, parse_config(out, source)
+
+
+def parse_lan966x_file(path: str | Path) -> tuple[dict[str, Any], NodeConfig]:
+    """parse_lan966x of a script file."""
+    return parse_lan966x(read_text(path, "LAN966x script"), str(path))
+
