@@ -25,6 +25,7 @@ AREAS = [
     "frerlab.dataplane.cli",
     "frerlab.config.cli",
     "frerlab.testbed.cli",
+    "frerlab.capture.cli",
     "frerlab.bench.cli",
     "frerlab.remote.cli",
     "frerlab.report.cli",

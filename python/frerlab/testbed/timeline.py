@@ -76,11 +76,11 @@ class Capture:
     the constructor returns."""
 
     def __init__(self, tb_name: str, host: str, interface: str, direction: str, file: Path,
-                 timeout_s: float = 10.0) -> None:
+                 timeout_s: float = 10.0, own_group: bool = False) -> None:
         argv = [*bed.prefix(tb_name, host), TCPDUMP.require(), "-i", interface, "-Q", direction, "-s", str(SNAPLEN),
                 "-B", "4096", "--immediate-mode", "-U", "-n", "-Z", "root", "--time-stamp-precision=nano", "-w", str(file)]
         self.where = f"{host} {interface}"
-        self.tool = Background(argv)
+        self.tool = Background(argv, own_group=own_group)
         self.said = b""
         try:
             self._wait_listening(timeout_s)
@@ -123,18 +123,27 @@ class Capture:
 
 
 @contextmanager
-def capturing(tb_name: str, out_dir: Path) -> Iterator[dict]:
+def capturing(tb_name: str, out_dir: Path, own_group: bool = False) -> Iterator[dict]:
     """Captures at every point of POINTS into `out_dir` while the block runs; every tcpdump is
     stopped and waited for when the block ends, however it ends. Yields a dict that then holds,
-    per series, where it was captured and tcpdump's counts."""
+    per series, where it was captured and tcpdump's counts. `own_group`: each tcpdump in a
+    process group of its own, so a Ctrl-C at the terminal stops only the caller, which then
+    stops them (frerlab capture, whose normal end is a Ctrl-C)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     captured: dict[str, dict] = {}
     with ExitStack() as stack:
         for series, (host, interface, direction, file) in POINTS.items():
-            capture = Capture(tb_name, host, interface, direction, out_dir / file)
+            capture = Capture(tb_name, host, interface, direction, out_dir / file, own_group=own_group)
             captured[series] = {"file": file, "host": host, "interface": interface, "direction": direction}
             stack.callback(lambda s=series, c=capture: captured[s].update(tcpdump=c.stop()))
         yield captured
+
+
+def complete(captured: dict) -> bool:
+    """Whether every tcpdump of `captured` (from `capturing`) wrote every frame its socket took
+    (captured = received by filter) and the kernel dropped none."""
+    return all(c["tcpdump"]["dropped_by_kernel"] == 0 and c["tcpdump"]["captured"] is not None
+               and c["tcpdump"]["captured"] == c["tcpdump"]["received_by_filter"] for c in captured.values())
 
 
 def data_seq(frame: bytes, port: int) -> int | None:
@@ -211,8 +220,7 @@ def derive(out_dir: Path, captured: dict, happened: list[dict], port: int, setti
                        "in ms from t = 0",
         "series": series,
         "captures": {name: {**c, "data_frames": len(times[name])} for name, c in captured.items()},
-        "complete": all(c["tcpdump"]["dropped_by_kernel"] == 0 and c["tcpdump"]["captured"] is not None
-                        and c["tcpdump"]["captured"] == c["tcpdump"]["received_by_filter"] for c in captured.values()),
+        "complete": complete(captured),
     }
     write_atomic(out_dir / "timeline.json", json.dumps(timeline))
     return timeline

@@ -70,9 +70,12 @@ def wait_for_udp_port(prefix: Sequence[str], port: int, timeout_s: float = 10.0)
 class Background:
     """A server process that is stopped (terminate, then kill) when the `with` block ends."""
 
-    def __init__(self, argv: Sequence[str]) -> None:
+    def __init__(self, argv: Sequence[str], own_group: bool = False) -> None:
+        """`own_group`: the process gets a process group of its own, so a Ctrl-C at the terminal
+        reaches only frerlab, which then stops it."""
         self.argv = list(argv)
-        self.process = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.process = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                        process_group=0 if own_group else None)
 
     def __enter__(self) -> Background:
         return self
