@@ -145,6 +145,12 @@ def test_short_frames_and_a_cut_rtag_do_not_stop_the_check(tmp_path):
     report = verify.verify([verify.Point("p", tmp_path / "p.pcap")])
     assert report["captures"][0]["frames"] == 3 and not report["ok"]
     assert any("R-TAG cut short" in p for p in report["problems"])
+    whole = tmp_path / "p.pcap"
+    cut = tmp_path / "cut.pcap"
+    cut.write_bytes(whole.read_bytes()[:-20])  # tcpdump killed mid-write: the frames before count
+    report = verify.verify([verify.Point("p", cut)])
+    assert report["captures"][0]["frames"] == 2 and "truncated frame" in report["captures"][0]["error"]
+    assert any("damaged record" in p for p in report["problems"])
 
 
 def write_pcapng(path: Path, frames: list[tuple[int, bytes]], endian: str = "<", tsresol: int = 9) -> None:

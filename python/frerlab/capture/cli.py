@@ -100,6 +100,6 @@ def _verify(args: argparse.Namespace) -> int:
     after = args.after
     if after is None and "after_elimination" in roles:
         after = roles["after_elimination"] or ""  # None in a manifest: no point after elimination
-    report = verify.verify(points, key, paths, after, window=args.window or verify.WINDOW)
+    report = verify.verify(points, key, paths, after, window=verify.WINDOW if args.window is None else args.window)
     print(json.dumps(report, indent=1) if args.json else verify.summary(report))
     return 0 if report["ok"] else EXIT_VERDICT

@@ -192,7 +192,6 @@ class SequenceTracker:
     def _expire(self, low: int, previous_top: int) -> None:
         """Accounts for every number below `low`: numbers up to `previous_top` were in the
         window (seen or not), those above it were jumped over."""
-        n = self.expired
         for n in range(self.expired, min(low, previous_top + 1)):
             if n in self.seen:
                 self.seen.remove(n)
@@ -251,6 +250,7 @@ class Point:
 
     def __init__(self, name: str, file: Path, rtag_expected: bool | None = None) -> None:
         self.name, self.file, self.rtag_expected = name, Path(file), rtag_expected
+        self.error: str | None = None  # why reading its file stopped early
 
 
 def points_from(captures: Sequence[str | Path]) -> tuple[list[Point], dict]:
@@ -312,8 +312,11 @@ def _failover_manifest(path: Path) -> dict | None:
 def _merged(points: Sequence[Point]) -> Iterator[tuple[int, int, bytes]]:
     """(time, point index, frame) of every capture, in time order (each file in its own)."""
     def tagged(i: int, p: Point) -> Iterator[tuple[int, int, bytes]]:
-        for t, frame in read_capture(p.file):
-            yield t, i, frame
+        try:
+            for t, frame in read_capture(p.file):
+                yield t, i, frame
+        except ValueError as err:  # a truncated or damaged file: what came before it counts
+            p.error = str(err)
     return heapq.merge(*(tagged(i, p) for i, p in enumerate(points)), key=lambda r: (r[0], r[1]))
 
 
@@ -399,7 +402,7 @@ def verify(points: Sequence[Point], key: Sequence[str] = KEY, paths: Sequence[st
                    path_idx, after_idx, window, max_delay_ns)
 
     report_streams = []
-    problems = []
+    problems = [f"{p.name}: read up to a damaged record only: {p.error}" for p in points if p.error]
     for s in streams.values():
         if not s["numbered"]:
             for i, ps in enumerate(s["points"]):
@@ -453,7 +456,7 @@ def verify(points: Sequence[Point], key: Sequence[str] = KEY, paths: Sequence[st
                                "latency": latency, "elimination": elimination})
     return {"captures": [{"point": p.name, "file": str(p.file), "format": capture_format(p.file),
                           "frames": frames_at[i], "first_ns": bounds[i][0], "last_ns": bounds[i][1],
-                          "other_frames": other[i], "rtag_expected": p.rtag_expected}
+                          "other_frames": other[i], "rtag_expected": p.rtag_expected, "error": p.error}
                          for i, p in enumerate(points)],
             "key": list(key), "window": window, "max_delay_ns": max_delay_ns,
             "paths": list(paths), "after_elimination": after,
