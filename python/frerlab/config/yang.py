@@ -46,6 +46,7 @@ _TYPE_LEAVES = {
 }
 _SIDE_LEAVES = ("destination-mac", "tagged", "vlan", "priority")
 _MAC_LEAVES = ("destination-mac", "source-mac")
+_IEEE_MAC = re.compile(r"[0-9a-fA-F]{2}(-[0-9a-fA-F]{2}){5}")  # ieee802-types:mac-address
 #: DSCP value meaning "ignore" (9.1.5.6); inet:dscp itself only holds 0..63, so it is omitted.
 DSCP_IGNORE = 64
 
@@ -300,8 +301,8 @@ def _identity(entry: object, path: str) -> dict[str, Any]:
 
 def _frerlab_macs(params: dict) -> dict[str, Any]:
     """`params` with its MAC addresses as frerlab writes them (lower case, ':')."""
-    return {k: v.lower().replace("-", ":") if k in _MAC_LEAVES and isinstance(v, str) else v
-            for k, v in params.items()}
+    return {k: v.lower().replace("-", ":") if k in _MAC_LEAVES and isinstance(v, str) and _IEEE_MAC.fullmatch(v)
+            else v for k, v in params.items()}
 
 
 def _generation(entry: object, path: str) -> dict[str, Any]:
@@ -438,7 +439,7 @@ def yang_library(data: Any, dirs: list[Path]) -> dict[str, Any]:
             wanted.append(item.split(":", 1)[0])
     modules, seen = [], set()
     while wanted:
-        name = wanted.pop()
+        name = wanted.pop(0)
         if name in seen:
             continue
         seen.add(name)
