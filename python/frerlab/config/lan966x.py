@@ -42,7 +42,8 @@ LIMITS = {
 }
 HEADER = """\
 # LAN966x FRER configuration of node {name}, written by `frerlab config export --target lan966x`
-# from {source}. Run it on the switch: frerlab hosts push HOSTS.yaml THIS.sh (one line at a time).
+# from {source}.
+# Run it on the switch with `frerlab hosts push HOSTS.yaml THIS.sh` (one line at a time).
 # Tools of the Microchip LAN966x Linux BSP: `frer` (syntax from the tool's source: cs, msa, ms,
 # iflow) and `vcap`. The vcap syntax (vcap add ID is1 PRIORITY LOOKUP KEYSET, KEY VALUE MASK...,
 # VCAP_AFS_S1, ACTION VALUE...) follows published uses of the tool and the key and action names

@@ -1,0 +1,192 @@
+"""`frerlab config export --target lan966x`: golden scripts of the shipped configurations the
+switch can run (tests/fixtures/lan966x/, reviewed line by line), the parser reading them back
+into the same configuration, and clear refusals of what the switch cannot do, each limit with
+where it comes from."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+
+from frerlab.cli import main
+from frerlab.config.lan966x import export_lan966x, parse_lan966x
+from frerlab.dataplane.config import load_config, parse_config
+from frerlab.errors import UsageError
+from frerlab.remote.cli import script_commands
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIGS = ROOT / "configs" / "dataplane"
+GOLDEN = ROOT / "tests" / "fixtures" / "lan966x"
+EXPORTED = ["lan966x-sw1", "lan966x-sw2"]
+
+
+@pytest.mark.parametrize("name", EXPORTED)
+def test_the_script_of_each_switch_config_is_the_reviewed_one(name, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)  # the script names its source as given on the command line
+    out = tmp_path / f"{name}.sh"
+    assert main(["config", "export", f"configs/dataplane/{name}.yaml", "--target", "lan966x", "-o", str(out)]) == 0
+    assert out.read_text() == (GOLDEN / f"{name}.sh").read_text()
+
+
+@pytest.mark.parametrize("name", EXPORTED)
+def test_the_parser_reads_the_script_back_into_the_same_config(name, tmp_path, capsys):
+    yaml_file = tmp_path / f"{name}.yaml"
+    assert main(["config", "import", str(GOLDEN / f"{name}.sh"), "-o", str(yaml_file)]) == 0
+    assert load_config(yaml_file).model_dump() == load_config(CONFIGS / f"{name}.yaml").model_dump()
+
+
+def test_hosts_push_runs_the_script_as_one_command_per_line():
+    commands = [c for _, c in script_commands(GOLDEN / "lan966x-sw2.sh")]
+    assert [c.split()[0] for c in commands] == ["vcap", "vcap", "frer", "MS=$(frer", "MS=$(frer"]
+    # a member stream's id is printed by `frer msa`, so it is allocated and used on one line
+    assert all("$MS" not in c or c.startswith("MS=$(frer msa ") for c in commands)
+
+
+BASE = {"name": "sw", "ports": ["eth0", "eth1", "eth2"],
+        "stream-identity": [{"index": 1, "handle": 1, "in-facing": {"input-port": ["eth1", "eth2"]},
+                             "null-stream-identification": {"destination-mac": "02:00:00:00:00:02", "vlan": 10}}],
+        "sequence-recovery": [{"index": 1, "stream": [1], "history-length": 32, "reset-timeout": 100}],
+        "stream-forwarding": [{"stream": 1, "output-port": ["eth0"]}]}
+
+
+def _config(change=None):
+    data = copy.deepcopy(BASE)
+    if change:
+        change(data)
+    return parse_config(data, "test")
+
+
+def test_every_identification_type_the_switch_has_keys_for_round_trips():
+    data = copy.deepcopy(BASE)
+    data["stream-identity"] += [
+        {"index": 2, "handle": 2, "in-facing": {"input-port": ["eth0"]},
+         "smac-vlan-stream-identification": {"source-mac": "02:00:00:00:00:03", "tagged": "tagged"}},
+        {"index": 3, "handle": 3, "in-facing": {"input-port": ["eth2"]},
+         "dmac-vlan-stream-identification": {"down": {"destination-mac": "02:00:00:00:00:04", "vlan": 20, "priority": 3},
+                                             "up": {"destination-mac": "02:00:00:00:00:04", "vlan": 10, "priority": 5}}},
+        {"index": 4, "handle": 4, "in-facing": {"input-port": ["eth0"]},
+         "ip-stream-identification": {"ip-source": "10.0.0.1", "ip-destination": "10.0.0.2", "dscp": 46,
+                                      "next-protocol": "tcp", "source-port": 7, "destination-port": 9}}]
+    data["sequence-generation"] = [{"index": 5, "stream": [2, 4]}]
+    data["stream-forwarding"] += [{"stream": 2, "output-port": ["eth1", "eth2"]}, {"stream": 3, "output-port": ["eth0"]},
+                                  {"stream": 4, "output-port": ["eth2"]}]
+    cfg = parse_config(data, "test")
+    text = export_lan966x(cfg, {"eth0": 4})
+    assert "IF_IGR_PORT_MASK 0x10 0x1ff L2_SMAC 0x020000000003 0xffffffffffff 8021Q_VLAN_TAGGED_IS 1 1" in text
+    assert "VID_REPLACE_ENA 1 VID_VAL 0xa PCP_DEI_ENA 1 PCP_VAL 5 DEI_VAL 0" in text
+    assert ("L3_IP4_DIP 0xa000002 0xffffffff L3_IP4_SIP 0xa000001 0xffffffff L3_DSCP 0x2e 0x3f "
+            "L3_IP_PROTO 0x6 0xff IP_PAYLOAD_5TUPLE 0x70009 0xffffffff") in text
+    assert parse_lan966x(text, "test")[1].model_dump() == cfg.model_dump()
+
+
+REFUSED = {
+    # what the hardware or the tools cannot do, and where the limit comes from
+    "history 33": (lambda d: d["sequence-recovery"][0].update({"history-length": 33}),
+                   "history-length 33 is out of range for lan966x: 2..32 (the LAN966x recovery's range"),
+    "reset 65536 ms": (lambda d: d["sequence-recovery"][0].update({"reset-timeout": 65536}),
+                       "reset-timeout 65536 ms is out of range for lan966x: 1..65535 ms (reset_time is a 16-bit "
+                       "number of ms in the BSP's frer.h)"),
+    "no timeout": (lambda d: d["sequence-recovery"][0].update({"reset-timeout": "never"}),
+                   "reset-timeout never is out of range for lan966x"),
+    "three copies": (lambda d: d.update({"ports": ["eth0", "eth1", "eth2", "eth3"],
+                                         "stream-forwarding": [{"stream": 1, "output-port": ["eth0", "eth1", "eth3"]}],
+                                         "sequence-recovery": []}),
+                     "3 output ports is out of range for lan966x: at most 2 output ports (LAN966X_FRER_MAX_PORTS"),
+    "latent errors": (lambda d: d["sequence-recovery"][0].update({"latent-error-detection": {"difference": 5}}),
+                      "latent-error-detection is not exported: the LAN966x frer tool has no latent error detection"),
+    "recovery on ports": (lambda d: d["sequence-recovery"][0].update({"port": ["eth1"]}),
+                          "sequence recovery placed on ports (eth1) is not exported"),
+    "individual alone": (lambda d: d.update({"sequence-recovery": [
+        {"index": 1, "stream": [1], "port": ["eth1"], "individual-recovery": True}]}),
+        "individual recovery without a sequence recovery function of stream 1 on this node is not exported"),
+    "priority tagged": (lambda d: d["stream-identity"][0]["null-stream-identification"].update(
+        {"tagged": "priority", "vlan": 0}), "tagged: priority is not exported to lan966x"),
+    "dmac rewrite": (lambda d: d["stream-identity"].__setitem__(0, {
+        "index": 1, "handle": 1, "in-facing": {"input-port": ["eth1"]}, "dmac-vlan-stream-identification": {
+            "down": {"destination-mac": "02:00:00:00:00:0b", "vlan": 20},
+            "up": {"destination-mac": "02:00:00:00:00:02", "vlan": 10}}}),
+        "rewrites the destination MAC (02:00:00:00:00:0b -> 02:00:00:00:00:02), which the LAN966x cannot do"),
+    "ipv6": (lambda d: d["stream-identity"][0].update({"null-stream-identification": None,
+                                                       "ip-stream-identification": {"ip-destination": "2001:db8::2"}}),
+             "IPv6 identification is not exported to lan966x"),
+    "ip and mac": (lambda d: d["stream-identity"][0].update({"null-stream-identification": None,
+                                                             "ip-stream-identification": {
+                                                                 "ip-destination": "10.0.0.2",
+                                                                 "destination-mac": "02:00:00:00:00:02"}}),
+                   "the LAN966x IS1 key for IPv4 5-tuples (VCAP_KFS_5TUPLE_IP4) has no destination MAC"),
+    "to this host": (lambda d: d.update({"stream-forwarding": [{"stream": 1, "output-port": ["local"]}]}),
+                     "'local' (this host) is not a switch port"),
+    "split": (lambda d: d.update({"stream-split": [{"port": "eth0", "input-id": [1], "output-id": [1]}]}),
+              "stream-split is not exported to lan966x: a LAN966x split sends one copy per port"),
+    "pvid": (lambda d: d.update({"port-settings": [{"port": "eth0", "pvid": 5}]}),
+             "port-settings is not exported to lan966x: set a port's PVID with `bridge vlan add ... pvid`"),
+}
+
+
+def _drop_none(data):
+    for ident in data["stream-identity"]:
+        for key in [k for k, v in ident.items() if v is None]:
+            del ident[key]
+
+
+@pytest.mark.parametrize("name", REFUSED)
+def test_what_the_switch_cannot_do_is_refused_saying_why(name):
+    change, message = REFUSED[name]
+    data = copy.deepcopy(BASE)
+    change(data)
+    _drop_none(data)
+    cfg = parse_config(data, "test")
+    with pytest.raises(UsageError) as err:
+        export_lan966x(cfg)
+    assert message in str(err.value)
+
+
+def test_the_limits_themselves_are_exported():
+    cfg = _config(lambda d: d["sequence-recovery"][0].update({"history-length": 2, "reset-timeout": 65535}))
+    assert "--hlen 2 --reset_time 65535" in export_lan966x(cfg)
+    cfg = _config(lambda d: d["sequence-recovery"][0].update({"history-length": 32, "reset-timeout": 1}))
+    assert "--hlen 32 --reset_time 1" in export_lan966x(cfg)
+
+
+@pytest.mark.parametrize("config, message", [
+    ("sw1-replicate", "stream-identity 2: out-facing identification (frames this host sends, or a per-port rewrite"),
+    ("sw2-eliminate", "stream-identity 1: dmac-vlan-stream-identification rewrites the destination MAC"),
+    ("talker-two-nics", "stream-identity 1: out-facing identification"),
+    ("listener-two-nics", "sequence-recovery 1: history-length 1024 is out of range for lan966x: 2..32"),
+])
+def test_the_other_shipped_configs_are_refused_in_one_line(config, message, capsys):
+    assert main(["config", "export", str(CONFIGS / f"{config}.yaml"), "--target", "lan966x"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_chip_ports_are_checked(capsys):
+    cfg = _config()
+    assert "IF_IGR_PORT_MASK 0x100 0x1ff" in export_lan966x(cfg, {"eth1": 8})
+    for chip, message in [({"eth1": 9}, "chip port 9 of port eth1 is out of range: 0..8 (IF_IGR_PORT_MASK is 9 bits"),
+                          ({"eth1": 2}, "two ports have the same chip port"),
+                          ({"eth7": 1}, "--chip-port eth7=1: eth7 is not one of ports")]:
+        with pytest.raises(UsageError, match=message.replace("(", r"\(").replace(")", r"\)")):
+            export_lan966x(cfg, chip)
+    assert main(["config", "export", str(CONFIGS / "lan966x-sw1.yaml"), "--target", "lan966x",
+                 "--chip-port", "eth1"]) == 2
+    assert "--chip-port 'eth1' is not PORT=N" in capsys.readouterr().err
+
+
+def test_a_script_frerlab_did_not_write_is_refused_naming_the_line(tmp_path, capsys):
+    text = (GOLDEN / "lan966x-sw1.sh").read_text()
+    with pytest.raises(UsageError, match=r"x.sh:16: `frer vlan` is not a command frerlab writes"):
+        parse_lan966x(text + "frer vlan 10 --flood_disable 1\n", "x.sh")
+    with pytest.raises(UsageError, match=r"x.sh:15: option --split_mask is not one frerlab writes"):
+        parse_lan966x(text.replace("--pop 0", "--split_mask 3"), "x.sh")
+    with pytest.raises(UsageError, match="x.sh:14: IF_IGR_PORT_MASK 0x1 is not one of the chip ports"):
+        parse_lan966x(text.replace("# frerlab: ports", "# ports"), "x.sh")
+    with pytest.raises(UsageError, match="no `# frerlab: ports NAME=CHIP ...` line"):
+        parse_lan966x("# a script of someone else\n", "x.sh")
+    path = tmp_path / "x.txt"
+    path.write_text(text)
+    assert main(["config", "import", str(path)]) == 2
+    assert "say what it is with --from yang-json or --from lan966x" in capsys.readouterr().err
+    assert main(["config", "import", str(path), "--from", "lan966x"]) == 0
