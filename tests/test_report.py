@@ -15,7 +15,7 @@ import pytest
 
 from frerlab.bench.imported import import_into
 from frerlab.bench.results import write_summary
-from frerlab.report import write_report
+from frerlab.report import tables, write_report
 from frerlab.report.sources import load_all
 from frerlab.errors import UsageError
 from frerlab import sim
@@ -95,12 +95,28 @@ def test_an_invalid_unit_is_never_averaged_in(tmp_path):
     assert "generator_shortfall (1)" in (tmp_path / "r.html").read_text()
 
 
-def test_two_directories_are_compared_with_intervals_and_significance(results, tmp_path):
+def test_two_directories_are_compared_with_intervals_and_significance(tmp_path):
+    # the second directory: the quick run with every TCP repetition 1 Mbit/s faster
+    shifted = tmp_path / "faster"
+    shutil.copytree(QUICK, shifted)
+    for path in (shifted / "units" / "tcp").rglob("result.json"):
+        r = json.loads(path.read_text())
+        r["metrics"]["throughput_mbps"] += 1.0
+        path.write_text(json.dumps(r))
+    table = tables.directories(load_all([QUICK, shifted]))
+    columns = table.columns
+    row = next(dict(zip(columns, r)) for r in table.rows
+               if r[columns.index("step")] == "tcp" and r[columns.index("mode")] == "frer"
+               and r[columns.index("metric")] == "throughput_mbps")
+    assert row["results"] == "faster" and row["baseline"] == "quick" and row["valid"] == "2/2"
+    assert row["difference"] == pytest.approx(1.0) and row["95 % low"] < 1.0 < row["95 % high"]
+    assert row["significant at 5 %"] in ("yes", "no") and 0 <= row["p"] <= 1
+    same = next(dict(zip(columns, r)) for r in table.rows if r[columns.index("step")] == "loss_vs_load"
+                and r[columns.index("metric")] == "loss_percent" and "load=40" in r[columns.index("point")])
+    assert same["difference"] is None and "constant" in same["effect / why not"]  # 0 % loss both times: no test
     out = tmp_path / "cmp.html"
-    write_report([results["imported"], results["imported"], QUICK], out)
-    html = out.read_text()
-    assert "Results compared with imported" in html and "Welch" in html
-    assert "FRER vs control" in html
+    write_report([QUICK, shifted], out)
+    assert "Results compared with quick" in out.read_text()
 
 
 def test_bad_directories_are_refused_naming_them(tmp_path):

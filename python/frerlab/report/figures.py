@@ -43,7 +43,6 @@ class Figure:
     points: list[dict[str, Any]]
     lines: list[dict[str, Any]] = field(default_factory=list)
     rules: list[dict[str, Any]] = field(default_factory=list)
-    x_type: str = "quantitative"
     x_log: bool = False
     y_log: bool = False
     #: extra point fields shown on hover, name -> title
@@ -69,11 +68,10 @@ class Figure:
         x_axis = alt.Axis(title=self.x_title, labelExpr=self.x_labels or alt.Undefined, values=self.x_ticks or alt.Undefined)
         x_scale = alt.Scale(type="log", domain=[min(self.x_ticks), max(self.x_ticks)] if self.x_ticks else alt.Undefined) \
             if self.x_log else alt.Scale(zero=False)
-        x = alt.X(f"x:{self.x_type[0].upper()}", axis=x_axis, scale=x_scale)
+        x = alt.X("x:Q", axis=x_axis, scale=x_scale)
         y_scale = alt.Scale(type="log") if self.y_log else alt.Scale(zero=False)
         y = alt.Y("y:Q", title=self.y_title, scale=y_scale)
-        x_field = f"x:{self.x_type[0].upper()}"
-        tips = [alt.Tooltip("series:N"), alt.Tooltip(x_field, title=self.x_title),
+        tips = [alt.Tooltip("series:N"), alt.Tooltip("x:Q", title=self.x_title),
                 alt.Tooltip("y:Q", title=self.y_title, format=".4~g")]
         tips += [alt.Tooltip(f"{k}:{'Q' if isinstance(self.points[0].get(k), (int, float)) else 'N'}", title=v)
                  for k, v in self.tooltip.items()]
@@ -92,7 +90,7 @@ class Figure:
                 strokeDash=[2, 2], size=2).encode(y="y:Q", color=color, opacity=opacity, tooltip=["series:N", "y:Q"]))
         if any("x" in r for r in self.rules):
             layers.append(alt.Chart(alt.NamedData("rules")).transform_filter("isValid(datum.x)").mark_rule(
-                size=2).encode(x=x, color=color, opacity=opacity, tooltip=["series:N", alt.Tooltip(x_field, title=self.x_title)]))
+                size=2).encode(x=x, color=color, opacity=opacity, tooltip=["series:N", alt.Tooltip("x:Q", title=self.x_title)]))
         chart = alt.layer(*layers).properties(title=self.title, width=640, height=320)
         spec = chart.to_dict()
         spec["datasets"] = {"points": self.points, "lines": self.lines, "rules": self.rules}
@@ -214,7 +212,7 @@ def _tsn_limit(sources: list[Source]) -> Verdict:
 def latency_vs_frame_size(sources: list[Source], label) -> Figure | None:
     groups = _latency_groups(sources)
     points = [_point(label(s, f"{_latency_name(g)} P{p}"), g["params"]["frame_size"],
-                     g["metrics"].get(f"p{p}_us".replace(".", "_")), n_units=g["units"])
+                     g["metrics"].get(f"p{p}_us".replace(".", "_")))
               for s, g in groups for p in FRAME_SIZE_PERCENTILES]
     verdict = _tsn_limit(sources)
     caption = ("Latency percentiles per frame size, mean over valid repetitions with its 95 % interval; sockperf "

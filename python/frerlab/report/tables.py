@@ -73,18 +73,19 @@ def frer_vs_control(sources: list[Source]) -> Table:
 
 
 def _values(source: Source) -> dict[tuple[str, str, str, str], tuple[list[float], int, set[str]]]:
-    """(step, mode, point, metric) -> (valid values, units, flag names)."""
-    found: dict[tuple[str, str, str, str], tuple[list[float], int, set[str]]] = {}
+    """(step, mode, point, metric) -> (the valid units' values, how many units, their flag names)."""
+    values: dict[tuple, list[float]] = {}
+    units: dict[tuple, int] = {}
+    flags: dict[tuple, set[str]] = {}
     for u in source.units:
         unit = u["unit"]
         for name, value in u["metrics"].items():
-            values, units, flags = found.setdefault((unit["step"], unit["mode"], _params(unit["params"]), name),
-                                                    ([], 0, set()))
+            key = (unit["step"], unit["mode"], _params(unit["params"]), name)
+            units[key] = units.get(key, 0) + 1
+            flags.setdefault(key, set()).update(f["name"] for f in u["flags"])
             if u["valid"] and value is not None:
-                values.append(value)
-            flags.update(f["name"] for f in u["flags"])
-            found[(unit["step"], unit["mode"], _params(unit["params"]), name)] = (values, units + 1, flags)
-    return found
+                values.setdefault(key, []).append(value)
+    return {key: (values.get(key, []), n, flags[key]) for key, n in units.items()}
 
 
 def directories(sources: list[Source]) -> Table:
