@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import shutil
 import signal
 import struct
@@ -176,6 +175,27 @@ def test_pcapng_reads_like_pcap(tmp_path, endian, tsresol):
     assert list(read_capture(tmp_path / "x.pcapng")) == frames  # whole microseconds: exact either way
 
 
+def test_a_failover_runs_directory_names_its_points_and_roles(tmp_path):
+    """eliminated at the listener: its port carries both copies, so it is no point after
+    elimination and the second copies there are no problem; the paths expect R-TAGs."""
+    files = scenario(tmp_path)
+    run = tmp_path / "run"
+    run.mkdir()
+    for name, file in (("path_a", "path_a.pcap"), ("path_b", "path_b.pcap"), ("path_a", "listener.pcap")):
+        shutil.copy(files[name], run / file)
+    (run / "meta.json").write_text(json.dumps({"test": "failover", "testbed": {
+        "mode": "frer", "replicate_at": "sw1", "eliminate_at": "listener"}}))
+    pts, roles = verify.points_from([run])
+    assert [(p.name, p.file.name, p.rtag_expected) for p in pts] == [
+        ("path_a", "path_a.pcap", True), ("path_b", "path_b.pcap", True),
+        ("after_elimination", "listener.pcap", True)]
+    assert roles == {"paths": ["path_a", "path_b"], "after_elimination": None}
+    done = subprocess.run([*CLI, "verify", str(run), "--json"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-1000:] + done.stderr
+    report = json.loads(done.stdout)
+    assert report["after_elimination"] is None and report["streams"][0]["elimination"] is None
+
+
 @needs_tshark
 def test_editcap_pcapng_gives_the_same_report(tmp_path):
     files = scenario(tmp_path)
@@ -277,44 +297,70 @@ def needs_bpf(test):
     return test
 
 
+@pytest.fixture(scope="module")
+def frer_bed():
+    from frerlab.testbed import bed
+
+    with bed.Testbed(name=f"v{os.getpid() % 100000}", mode="frer") as tb:
+        yield tb
+
+
 @needs_bpf
-def test_testbed_capture_agrees_with_the_counters_and_the_receiver(tmp_path):
-    from frerlab.testbed import bed, failover, plan
+def test_capture_for_a_duration_leaves_nothing_running(frer_bed, tmp_path):
+    done = subprocess.run([*CLI, "capture", "--testbed", frer_bed.name, "-o", str(tmp_path), "--duration", "0.5"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert tcpdumps(tmp_path) == []
+    manifest = json.loads((tmp_path / "capture.json").read_text())
+    assert manifest["stopped_by"] == "duration" and manifest["complete"]
+    assert 0.5 <= (manifest["stopped_ns"] - manifest["started_ns"]) / 1e9 < 5
+    assert {p: (m["file"], m["rtag_expected"]) for p, m in manifest["points"].items()} == {
+        "sent": ("talker.pcap", False), "path_a": ("path_a.pcap", True), "path_b": ("path_b.pcap", True),
+        "after_elimination": ("listener.pcap", False)}
+    assert all((tmp_path / m["file"]).stat().st_size >= 24 for m in manifest["points"].values())
+    assert "check with: frerlab verify" in done.stdout
+
+
+@needs_bpf
+def test_testbed_capture_agrees_with_the_counters_and_the_receiver(frer_bed, tmp_path):
+    from frerlab.testbed import failover, plan
     from frerlab.traffic.across import stream_across
 
     caps = tmp_path / "caps"
     mode = "frer"
-    with bed.Testbed(name=f"v{os.getpid() % 100000}", mode=mode) as tb:
-        before = tb.status()
-        capture = subprocess.Popen([*CLI, "capture", "--testbed", tb.name, "-o", str(caps)],
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
-            assert "capturing" in capture.stderr.readline()
+    tb = frer_bed
+    before = tb.status()
+    capture = subprocess.Popen([*CLI, "capture", "--testbed", tb.name, "-o", str(caps)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert "capturing" in capture.stderr.readline()
 
-            def impair() -> None:
-                time.sleep(0.4)
-                tb.impair("a", "forward", loss=0.1)
-                time.sleep(0.8)
-                tb.impair("a", "forward", clear=True)
-                time.sleep(0.2)
-                tb.impair("b", down=True)
-                time.sleep(0.3)
-                tb.impair("b", down=False)
+        def impair() -> None:
+            time.sleep(0.4)
+            tb.impair("a", "forward", loss=0.1)
+            time.sleep(0.8)
+            tb.impair("a", "forward", clear=True)
+            time.sleep(0.2)
+            tb.impair("b", down=True)
+            time.sleep(0.3)
+            tb.impair("b", down=False)
 
-            reports = stream_across(tb.prefix("talker"), tb.prefix("listener"), plan.LISTENER_IP,
-                                    ["--rate-fps", "2000", "--frame-size", "256", "--duration", "2.5"],
-                                    tmp_path, port=failover.PORT, during=impair, timeout_s=60)
-            capture.send_signal(signal.SIGINT)  # frerlab only: it stops its tcpdumps itself
-            out, err = capture.communicate(timeout=30)
-        finally:
-            if capture.poll() is None:
-                capture.kill()
-                capture.wait()
-            for path in ("a", "b"):
-                tb.impair(path, clear=True)
-        assert capture.returncode == 0, err
-        assert tcpdumps(caps) == [], "every tcpdump stopped"
-        counters = {"before": before, "after": tb.status()}
+        reports = stream_across(tb.prefix("talker"), tb.prefix("listener"), plan.LISTENER_IP,
+                                ["--rate-fps", "2000", "--frame-size", "256", "--duration", "2.5"],
+                                tmp_path, port=failover.PORT, during=impair, timeout_s=60)
+        capture.send_signal(signal.SIGINT)  # frerlab only: it stops its tcpdumps itself
+        out, err = capture.communicate(timeout=30)
+    finally:
+        if capture.poll() is None:
+            capture.kill()
+            capture.wait()
+        for line in tcpdumps(caps):  # only if frerlab could not stop them (the test fails below)
+            os.kill(int(line.split()[0]), signal.SIGTERM)
+        for path in ("a", "b"):
+            tb.impair(path, clear=True)
+    assert capture.returncode == 0, err
+    assert tcpdumps(caps) == [], "every tcpdump stopped"
+    counters = {"before": before, "after": tb.status()}
     manifest = json.loads((caps / "capture.json").read_text())
     assert manifest["complete"] and manifest["stopped_by"] == "Ctrl-C"
     done = subprocess.run([*CLI, "verify", str(caps), "--json"], capture_output=True, text=True)

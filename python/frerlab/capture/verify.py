@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import heapq
 import json
-from collections import deque
 from bisect import bisect_right
+from collections import deque
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
