@@ -190,3 +190,20 @@ def test_a_script_frerlab_did_not_write_is_refused_naming_the_line(tmp_path, cap
     assert main(["config", "import", str(path)]) == 2
     assert "say what it is with --from yang-json or --from lan966x" in capsys.readouterr().err
     assert main(["config", "import", str(path), "--from", "lan966x"]) == 0
+
+
+def test_damaged_scripts_are_refused_never_crash():
+    import random
+
+    rng = random.Random(15)
+    words = ["0xzz", "99999999999999999999", "-", "#", "&&", "$MS", "--enable", "1", "is1", "frer", "vcap", ")",
+             "MS=$(frer", "frame-rate", "x", "0x1ffffffffffffff", "0"]
+    texts = [(GOLDEN / f"{name}.sh").read_text().split(" ") for name in EXPORTED]
+    for _ in range(1500):
+        text = list(rng.choice(texts))
+        for _ in range(rng.randint(1, 3)):
+            text[rng.randrange(len(text))] = rng.choice(words)
+        try:
+            parse_lan966x(" ".join(text), "damaged.sh")
+        except UsageError:
+            pass

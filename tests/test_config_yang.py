@@ -431,3 +431,30 @@ def test_registering_the_config_verbs_loads_no_yang_library():
             "print(sorted(m for m in ('yangson', 'frerlab.config.yang', 'frerlab.config.lan966x') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def _paths(data, path=()):
+    yield path
+    items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else ()
+    for key, value in items:
+        yield from _paths(value, (*path, key))
+
+
+def test_damaged_instance_data_is_refused_never_crashes():
+    import random
+
+    rng = random.Random(15)
+    shapes = [None, True, -1, 2**40, "x", [], {}, [{}], [[1]], {"a": {}}, 1.5, "02-FE", [{"index": []}]]
+    bases = [_exported(p) for p in SHIPPED]
+    for _ in range(1500):
+        data = copy.deepcopy(rng.choice(bases))
+        for _ in range(rng.randint(1, 2)):
+            *parent, last = rng.choice(list(_paths(data))[1:])
+            target = data
+            for key in parent:
+                target = target[key]
+            target[last] = copy.deepcopy(rng.choice(shapes))
+        try:
+            import_yang(data, "damaged.json")
+        except UsageError:
+            pass

@@ -423,20 +423,37 @@ def parse_lan966x(text: str, source: str = "script") -> tuple[dict[str, Any], No
             continue
         code, _, comment = line.partition(" # ")
         meta = _pairs(script, comment)
-        ms: dict[str, Any] = {}
-        for part in code.split(" && "):
-            _command(script, part.split(), meta, ms)
-        if ms.get("ports"):
-            if "recovery" in ms:
-                index = int(meta.get("sequence-recovery", -1))
-                if index < 0:
-                    raise script.fail("a member stream with recovery needs its `# sequence-recovery N` comment")
-                entry = script.recovery.setdefault(index, {"index": index, "stream": [], "port": ms["ports"],
-                                                           "individual-recovery": True, **ms["recovery"]})
-                if ms["handle"] not in entry["stream"]:
-                    entry["stream"].append(ms["handle"])
-                if "frame-rate" in meta:
-                    entry["frame-rate"] = float(meta["frame-rate"])
+        try:
+            _line(script, code, meta)
+        except (ValueError, OverflowError) as err:  # a comment's number, a key too wide for its field
+            raise script.fail(f"cannot be read: {err}") from None
+    script.where = source
+    try:
+        return _config(script)
+    except (ValueError, OverflowError) as err:
+        raise UsageError(f"{source}: a `# ...` comment cannot be read: {err}") from None
+
+
+def _line(script: _Script, code: str, meta: dict[str, str]) -> None:
+    """Reads one command line (commands joined by &&) into `script`."""
+    ms: dict[str, Any] = {}
+    for part in code.split(" && "):
+        _command(script, part.split(), meta, ms)
+    if ms.get("ports") and "recovery" in ms:  # an individual recovery function (else: feeds the compound one)
+        index = int(meta.get("sequence-recovery", -1))
+        if index < 0:
+            raise script.fail("a member stream with recovery needs its `# sequence-recovery N` comment")
+        entry = script.recovery.setdefault(index, {"index": index, "stream": [], "port": ms["ports"],
+                                                   "individual-recovery": True, **ms["recovery"]})
+        if ms["handle"] not in entry["stream"]:
+            entry["stream"].append(ms["handle"])
+        if "frame-rate" in meta:
+            entry["frame-rate"] = float(meta["frame-rate"])
+
+
+def _config(script: _Script) -> tuple[dict[str, Any], NodeConfig]:
+    """The configuration of everything a script's lines said."""
+    source = script.source
     if not script.chip:
         raise UsageError(f"{source}: no `# frerlab: ports NAME=CHIP ...` line; frerlab reads back only scripts "
                          "`frerlab config export --target lan966x` wrote")

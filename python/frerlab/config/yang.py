@@ -204,9 +204,15 @@ def _list(value: object, path: str) -> list:
 
 
 def _key(entry: dict, key: str, path: str) -> Any:
+    """The value of list key `key` of `entry`: a uint32 for `index`, a text for `port` and `name`."""
     if key not in entry:
         raise UsageError(f"{path}: the list key {key!r} is missing")
-    return entry[key]
+    value = entry[key]
+    if key == "index" and (not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 2**32):
+        raise UsageError(f"{path}: index must be a uint32 (a JSON number 0..4294967295)")
+    if key in ("port", "name") and not isinstance(value, str):
+        raise UsageError(f"{path}: {key} must be a JSON string (an interface name)")
+    return value
 
 
 _CONFIG_FALSE = "is read-only state (config false), not configuration"
@@ -242,7 +248,8 @@ def import_yang(data: object, source: str) -> tuple[dict[str, Any], NodeConfig]:
 
     if SID in top:
         out["stream-identity"] = [_identity(e, f"/{SID}") for e in _list(top[SID], f"/{SID}")]
-    every_frame = set(_list(node.get("every-frame-recovery", []), f"/{NODE}/every-frame-recovery"))
+    every_frame = {_key({"index": i}, "index", f"/{NODE}/every-frame-recovery")
+                   for i in _list(node.get("every-frame-recovery", []), f"/{NODE}/every-frame-recovery")}
     rates = {}
     for r in _list(node.get("frame-rate", []), f"/{NODE}/frame-rate"):
         r = _mapping(r, f"/{NODE}/frame-rate", ("index", "frame-rate"))
@@ -365,7 +372,7 @@ def _outward(entry: dict, path: str) -> None:
 def _sequence_identification(entries: list) -> list[dict[str, Any]]:
     """frerlab's entries (ports grouped by the same streams and activity) of IEEE's per-port list."""
     path = f"/{FRER}/sequence-identification"
-    grouped: dict[tuple, dict[str, Any]] = {}
+    grouped: dict[str, dict[str, Any]] = {}
     for entry in entries:
         entry = _mapping(entry, path, ("port", "direction-out-facing", "stream", "active", "encapsulation"),
                          {"path-id-lan-id": "path-id-lan-id applies to HSR/PRP encapsulation, which "
@@ -380,7 +387,7 @@ def _sequence_identification(entries: list) -> list[dict[str, Any]]:
             raise UsageError(f"{where}/encapsulation: give r-tag (a YANG choice)")
         streams = _list(entry.get("stream"), f"{where}/stream")
         active = entry.get("active", True)
-        group = grouped.setdefault((tuple(streams), active), {"port": [], "stream": streams, "active": active})
+        group = grouped.setdefault(json.dumps([streams, active]), {"port": [], "stream": streams, "active": active})
         group["port"].append(port)
     return list(grouped.values())
 
@@ -400,6 +407,9 @@ def read_instance(path: str | Path) -> Any:
     except json.JSONDecodeError as err:
         raise UsageError(f"{path}: not JSON (RFC 7951 instance data) at line {err.lineno}, column "
                          f"{err.colno}: {err.msg}") from None
+    except (RecursionError, ValueError):  # nested too deeply; a number too long to convert
+        raise UsageError(f"{path}: not instance data frerlab can read (nested too deeply or a number too "
+                         "long)") from None
 
 
 # ---- validation against YANG modules ----
