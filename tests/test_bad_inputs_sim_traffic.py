@@ -102,10 +102,11 @@ def test_check_prints_the_cost_estimate_and_allow_long_lifts_the_limit(write, tm
     path = write(scenario(duration="1e5s", interval="1s"))
     result = run_cli(["sim", "check", path, "--allow-long"], tmp_path / "run")
     assert result.returncode == 0, result.stderr
-    assert "about 2,470,355,733 events, 100,001 series rows" in result.stdout
+    # series rows: (1 stream + 4 egress ports: two links, both directions) x 100,001 intervals
+    assert "about 2,470,355,733 events, 500,005 series rows" in result.stdout
     # 100 Mbit/s of 1518-byte frames is 8,235 frames/s; 20 ms: 165 frames, 3 events each.
     result = run_cli(["sim", "check", write(BASE)], tmp_path / "run")
-    assert "about 495 events, 21 series rows" in result.stdout
+    assert "about 495 events, 105 series rows" in result.stdout
 
 
 #: (id, argv after `frerlab`, texts the message must contain); {s} is a valid scenario file.
