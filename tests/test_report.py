@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from frerlab.bench.imported import import_into
@@ -39,7 +40,10 @@ def results(tmp_path_factory) -> dict[str, Path]:
     import_into(imported, [TOOLS / "iperf3_udp_64B.json", TOOLS / "sockperf_pingpong_64B.txt"], "control")
     simulated = where / "sim"
     sim.run(ROOT / "scenarios" / "link_failure.yaml").save(simulated)
-    return {"quick": QUICK, "imported": imported, "sim": simulated}
+    swept = where / "sweep"
+    subprocess.run([sys.executable, "-m", "frerlab.cli", "sim", "run", str(ROOT / "scenarios" / "loss_vs_load.yaml"),
+                    "-o", str(swept), "--jobs", "1"], check=True, capture_output=True)
+    return {"quick": QUICK, "imported": imported, "sim": simulated, "sweep": swept}
 
 
 def test_each_kind_of_results_gives_its_figures_and_images(results, tmp_path):
@@ -58,6 +62,12 @@ def test_each_kind_of_results_gives_its_figures_and_images(results, tmp_path):
     busy = {p["series"].rsplit(" ", 1)[0] for p in queue.points}
     assert busy and "sim-rate-sim" in sim_figures
     assert all(max(p["y"] for p in queue.points if p["series"].startswith(port)) > 0 for port in busy)
+    sweep = {f.id: f for f in write_report([results["sweep"]], tmp_path / "w.html")}
+    table = pd.read_csv(results["sweep"] / "sweep.csv")
+    loss = sweep["sweep-loss-sweep"]
+    assert loss.x_title == "streams.udp.rate (Mbit/s)" and [p["x"] for p in loss.points][:2] == [100.0, 200.0]
+    assert [p["y"] for p in loss.points] == pytest.approx(list(table["loss_ratio"] * 100))
+    assert "sweep-latency-sweep" in sweep
     ids = {f.id for f in write_report([QUICK], tmp_path / "q.html")}
     assert {"throughput-vs-frame-size", "latency-vs-frame-size", "latency-percentiles", "loss-vs-load",
             "tcp-baseline"} <= ids

@@ -111,6 +111,7 @@ def build(sources: list[Source], line_rate_bps: float | None = None) -> list[Fig
     found += search_traces(sources, label)
     found += failover_timelines(sources, label)
     found += sim_figures(sources)
+    found += sweep_figures(sources)
     return [f for f in found if f is not None]
 
 
@@ -367,6 +368,51 @@ def sim_figures(sources: list[Source]) -> list[Figure]:
                                          "interval: the maximum and the time-weighted mean (simulator run).", x_title="simulated time (s)",
                                  y_title="queue (KiB)", mark="line"))
     return [f for f in found if f]
+
+
+def sweep_figures(sources: list[Source]) -> list[Figure]:
+    """Per simulator sweep: loss and latency percentiles of each stream against the first field
+    the sweep varies (the others, if any, name the series)."""
+    found = []
+    for s in (s for s in sources if s.kind == "sim-sweep"):
+        table = s.tables["sweep"]
+        grid = list(table.columns[:list(table.columns).index("stream")])
+        field, others = grid[0], grid[1:]
+        parsed = [_sweep_value(v) for v in table[field]]
+        if None in parsed or len({unit for _, unit in parsed}) > 1:
+            continue  # not one kind of number: nothing to put on an axis
+        rows = [(xv, r) for (xv, _), r in zip(parsed, table.to_dict("records"))]
+        x_title = f"{field} ({parsed[0][1]})" if parsed[0][1] else field
+
+        def name(r: dict, what: str = "") -> str:
+            return " ".join([r["stream"], *(f"{o}={r[o]}" for o in others), what]).strip()
+        loss = [{"series": name(r), "x": xv, "y": r["loss_ratio"] * 100, "value": str(r[field])} for xv, r in rows]
+        latency = [{"series": name(r, f"P{p}"), "x": xv, "y": r[f"latency_{key}_ns"] / 1000, "value": str(r[field])}
+                   for xv, r in rows for p, key in (("50", "p50"), ("99", "p99"), ("99.9", "p99_9"))
+                   if r.get(f"latency_{key}_ns") == r.get(f"latency_{key}_ns")]  # NaN: no frame arrived
+        slug, title = _slug(s.label), f"Simulator sweep over {field} ({s.label})"
+        found.append(_figure(loss, id=f"sweep-loss-{slug}", title=f"{title}: loss", x_title=x_title,
+                             y_title="frame loss (%)", tooltip={"value": field},
+                             caption=f"Each stream's frame loss at every point of the sweep over {field} "
+                                     "(one simulator run per point)."))
+        found.append(_figure(latency, id=f"sweep-latency-{slug}", title=f"{title}: latency", x_title=x_title,
+                             y_title="latency (µs)", y_log=True, tooltip={"value": field},
+                             caption=f"Each stream's latency percentiles at every point of the sweep over {field}."))
+    return [f for f in found if f]
+
+
+def _sweep_value(value: Any) -> tuple[float, str] | None:
+    """A swept value as a number and its unit for the x axis: a plain number, or a rate (in
+    Mbit/s), a time (ms) or a size (bytes) as the scenario wrote it ("100Mbps", "5ms",
+    "64KiB"); None if it is none of these."""
+    from frerlab.sim.units import rate_bps, size_bytes, time_ps
+    for parse, scale, unit in ((float, 1, ""), (rate_bps, 1e-6, "Mbit/s"), (time_ps, 1e-9, "ms"),
+                               (size_bytes, 1, "bytes")):
+        try:
+            return parse(value) * scale, unit
+        except (TypeError, ValueError):
+            continue
+    return None
 
 
 def _slug(*parts: str) -> str:

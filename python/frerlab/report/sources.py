@@ -2,7 +2,8 @@
 import's results directory (metadata.json, units/*/result.json, summary.json), a fail-over
 run's directory (`frerlab failover`, `frerlab demo --output`: result.json with phases and
 events, and timeline.json where the run captured one), and a simulator run's directory
-(`frerlab sim run -o`: meta.json and one CSV per table).
+(`frerlab sim run -o`: meta.json and one CSV per table) or sweep (sweep.csv: one row per grid
+point and stream, the grid's fields first, and each point's run in point-NNN/).
 
 Each directory given becomes one or more `Source`s, labelled by the directory's name (made
 unique), with the paths of its raw files kept for the report's raw-data section."""
@@ -18,7 +19,7 @@ import pandas as pd
 
 from frerlab.errors import UsageError
 
-KINDS = ("campaign", "import", "failover", "sim")
+KINDS = ("campaign", "import", "failover", "sim", "sim-sweep")
 
 
 @dataclass
@@ -37,7 +38,7 @@ class Source:
     campaign_text: str | None = None
     #: failover: (mode, result.json, timeline.json or None) per run
     failovers: list[tuple[str, dict, dict | None]] = field(default_factory=list)
-    #: sim: table name -> DataFrame
+    #: sim: table name -> DataFrame; sim-sweep: "sweep" -> sweep.csv
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     #: files holding what the tools produced, relative to `path`
     raw_files: list[str] = field(default_factory=list)
@@ -77,13 +78,19 @@ def load(path: Path) -> list[Source]:
         tables = {p.stem: pd.read_csv(p) for p in sorted(path.glob("*.csv"))}
         return [Source("sim", label, path, _json(path / "meta.json"), tables=tables,
                        raw_files=["report.json", "scenario.json"])]
+    if (path / "sweep.csv").is_file():
+        first = path / "point-000" / "meta.json"
+        return [Source("sim-sweep", label, path, _json(first) if first.is_file() else {},
+                       tables={"sweep": pd.read_csv(path / "sweep.csv")},
+                       raw_files=sorted(str(p.relative_to(path)) for p in path.glob("point-*/report.json")))]
     runs = [d for d in ([path] + sorted(p for p in path.iterdir() if p.is_dir())) if _is_failover(d)]
     if runs:
         failovers = [(r["mode"], r, _timeline(d)) for d, r in ((d, _json(d / "result.json")) for d in runs)]
         return [Source("failover", label, path, failovers[0][1].get("meta", {}), failovers=failovers,
                        raw_files=_raw_files(path))]
     raise UsageError(f"{path} holds no results frerlab can read: expected a campaign's or an import's results "
-                     "directory (metadata.json), a simulator run (report.json and meta.json from `sim run -o`) or "
+                     "directory (metadata.json), a simulator run or sweep (report.json and meta.json, or sweep.csv, from "
+                     "`sim run -o`) or "
                      "a fail-over run (result.json from `frerlab failover` or `frerlab demo --output`)")
 
 
