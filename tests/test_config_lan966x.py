@@ -177,11 +177,15 @@ def test_chip_ports_are_checked(capsys):
 
 def test_a_script_frerlab_did_not_write_is_refused_naming_the_line(tmp_path, capsys):
     text = (GOLDEN / "lan966x-sw1.sh").read_text()
-    with pytest.raises(UsageError, match=r"x.sh:16: `frer vlan` is not a command frerlab writes"):
+    lines = text.splitlines()
+    rule, iflow = (next(n for n, line in enumerate(lines, 1) if line.startswith(c)) for c in ("vcap", "frer iflow"))
+    with pytest.raises(UsageError, match=rf"x.sh:{len(lines) + 1}: `frer vlan` is not a command frerlab writes"):
         parse_lan966x(text + "frer vlan 10 --flood_disable 1\n", "x.sh")
-    with pytest.raises(UsageError, match=r"x.sh:15: option --split_mask is not one frerlab writes"):
+    with pytest.raises(UsageError, match=rf"x.sh:{iflow}: option --split_mask is not one frerlab writes"):
         parse_lan966x(text.replace("--pop 0", "--split_mask 3"), "x.sh")
-    with pytest.raises(UsageError, match="x.sh:14: IF_IGR_PORT_MASK 0x1 is not one of the chip ports"):
+    with pytest.raises(UsageError, match=rf"x.sh:{iflow}: option \(a word of 40 characters\) is not one"):
+        parse_lan966x(text.replace("--pop", "--" + "x" * 38), "x.sh")
+    with pytest.raises(UsageError, match=rf"x.sh:{rule}: IF_IGR_PORT_MASK 0x1 is not one of the chip ports"):
         parse_lan966x(text.replace("# frerlab: ports", "# ports"), "x.sh")
     with pytest.raises(UsageError, match="no `# frerlab: ports NAME=CHIP ...` line"):
         parse_lan966x("# a script of someone else\n", "x.sh")

@@ -317,6 +317,8 @@ BAD = {
                      "destination-mac, tagged"),
     "unknown module": (lambda d: d.update({"ieee802-dot1q-bridge:bridges": {}}),
                        "/ieee802-dot1q-bridge:bridges: not a node frerlab reads (valid: ietf-interfaces:interfaces"),
+    "a long key is not echoed": (lambda d: d.update({"s3cret" * 20: {}}),
+                                 "/(a name that is not a YANG identifier): not a node frerlab reads"),
     "no interfaces": (lambda d: d.pop("ietf-interfaces:interfaces"),
                       "/ietf-interfaces:interfaces is missing: the node's ports are its interface list"),
     "bad mac": (lambda d: d[f"{SID}:stream-identity"][0]["dmac-vlan-stream-identification"]["down"].update(

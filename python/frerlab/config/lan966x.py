@@ -21,6 +21,7 @@ the mapping and which syntax could not be confirmed.
 from __future__ import annotations
 
 import ipaddress
+import re
 from pathlib import Path
 from typing import Any
 
@@ -48,9 +49,10 @@ HEADER = """\
 # iflow) and `vcap`. The vcap syntax (vcap add ID is1 PRIORITY LOOKUP KEYSET, KEY VALUE MASK...,
 # VCAP_AFS_S1, ACTION VALUE...) follows published uses of the tool and the key and action names
 # of the kernel's LAN966x VCAP model; it was NOT checked against the vcap tool's own source:
-# check the first rule with `vcap get ID` before relying on the script. Numbers are hexadecimal;
-# IF_IGR_PORT_MASK has bit N for chip port N. `# frerlab:` lines and the `# ...` after each
-# command are for `frerlab config import` only.
+# check the first rule with `vcap get ID` before relying on the script. Key values and masks are
+# hexadecimal; IF_IGR_PORT_MASK has bit N for chip port N. A member stream with --enable 0 is
+# assumed to feed its compound stream (--cs_id) all the same. `# frerlab:` lines and the `# ...`
+# after each command are for `frerlab config import` only.
 """
 _FRERLAB = "# frerlab: "
 
@@ -246,6 +248,14 @@ def export_lan966x(cfg: NodeConfig, chip_ports: dict[str, int] | None = None, so
 
 # ---- the parser ----
 
+_WORD = re.compile(r"[A-Za-z0-9_.:$()=/-]{1,32}")
+
+
+def _word(text: str) -> str:
+    """A word of the script as a message shows it (never other text of a file: docs/errors.md)."""
+    return text if _WORD.fullmatch(text) else f"(a word of {len(text)} characters)"
+
+
 _KEYSETS = ("VCAP_KFS_DMAC_VID", "VCAP_KFS_NORMAL", "VCAP_KFS_5TUPLE_IP4")
 
 
@@ -271,16 +281,16 @@ class _Script:
         try:
             return int(text, 0)
         except ValueError:
-            raise self.fail(f"{what} {text!r} is not a number") from None
+            raise self.fail(f"{what} {_word(text)} is not a number") from None
 
 
 def _options(script: _Script, words: list[str], allowed: tuple[str, ...]) -> dict[str, str]:
     if len(words) % 2:
-        raise script.fail(f"`{' '.join(words)}`: options come as --name value pairs")
+        raise script.fail("options come as --name value pairs")
     options = {}
     for name, value in zip(words[::2], words[1::2]):
         if name.removeprefix("--") not in allowed or not name.startswith("--"):
-            raise script.fail(f"option {name} is not one frerlab writes (valid: "
+            raise script.fail(f"option {_word(name)} is not one frerlab writes (valid: "
                               f"{', '.join('--' + a for a in allowed)})")
         options[name[2:]] = value
     return options
@@ -289,7 +299,7 @@ def _options(script: _Script, words: list[str], allowed: tuple[str, ...]) -> dic
 def _pairs(script: _Script, comment: str) -> dict[str, str]:
     words = comment.split()
     if len(words) % 2:
-        raise script.fail(f"the comment `# {comment}` is not `key value` pairs (frerlab writes them)")
+        raise script.fail("the comment after the command is not `key value` pairs (frerlab writes them)")
     return dict(zip(words[::2], words[1::2]))
 
 
@@ -395,7 +405,8 @@ def _command(script: _Script, words: list[str], meta: dict[str, str], ms: dict[s
         devs = [d for d in (options.get("dev1", "-"), options.get("dev2", "-")) if d != "-"]
         script.forwarding.setdefault(handle, devs)
     else:
-        raise script.fail(f"`{' '.join(words[:2])}` is not a command frerlab writes (vcap add, frer cs|msa|ms|iflow)")
+        raise script.fail(f"`{' '.join(map(_word, words[:2]))}` is not a command frerlab writes "
+                          "(vcap add, frer cs|msa|ms|iflow)")
 
 
 def parse_lan966x(text: str, source: str = "script") -> tuple[dict[str, Any], NodeConfig]:
@@ -425,13 +436,13 @@ def parse_lan966x(text: str, source: str = "script") -> tuple[dict[str, Any], No
         meta = _pairs(script, comment)
         try:
             _line(script, code, meta)
-        except (ValueError, OverflowError) as err:  # a comment's number, a key too wide for its field
-            raise script.fail(f"cannot be read: {err}") from None
+        except (ValueError, OverflowError):  # a comment's number, a key too wide for its field
+            raise script.fail("a number or address cannot be read (too wide for its field, or not a number)") from None
     script.where = source
     try:
         return _config(script)
-    except (ValueError, OverflowError) as err:
-        raise UsageError(f"{source}: a `# ...` comment cannot be read: {err}") from None
+    except (ValueError, OverflowError):
+        raise UsageError(f"{source}: a number in a `# ...` comment cannot be read") from None
 
 
 def _line(script: _Script, code: str, meta: dict[str, str]) -> None:

@@ -23,7 +23,7 @@ from typing import Any
 
 from frerlab.dataplane.config import NodeConfig, parse_config
 from frerlab.errors import UsageError
-from frerlab.yamlfile import read_text
+from frerlab.yamlfile import _hide, read_text
 
 SID_MODULE = "ieee802-dot1cb-stream-identification"
 FRER_MODULE = "ieee802-dot1cb-frer"
@@ -47,6 +47,9 @@ _TYPE_LEAVES = {
 _SIDE_LEAVES = ("destination-mac", "tagged", "vlan", "priority")
 _MAC_LEAVES = ("destination-mac", "source-mac")
 _IEEE_MAC = re.compile(r"[0-9a-fA-F]{2}(-[0-9a-fA-F]{2}){5}")  # ieee802-types:mac-address
+#: What a member name or key of the file must look like to be shown in a message (frerlab runs as
+#: root, so it never echoes other text of a file: docs/errors.md).
+_NAME = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 #: DSCP value meaning "ignore" (9.1.5.6); inet:dscp itself only holds 0..63, so it is omitted.
 DSCP_IGNORE = 64
 
@@ -185,6 +188,11 @@ def dumps(data: dict[str, Any]) -> str:
 
 # ---- import ----
 
+def _shown(name: object) -> str:
+    """A member name or key from the file as a message shows it."""
+    return name if isinstance(name, str) and _NAME.fullmatch(name) else "(a name that is not a YANG identifier)"
+
+
 def _mapping(value: object, path: str, allowed: tuple[str, ...], why: dict[str, str] | None = None) -> dict:
     """`value` as a JSON object whose members are all in `allowed`; UsageError naming the path
     of the first other member and what would be valid (`why` explains known refusals)."""
@@ -193,7 +201,7 @@ def _mapping(value: object, path: str, allowed: tuple[str, ...], why: dict[str, 
     for key in value:
         if key not in allowed:
             reason = (why or {}).get(key) or f"not a node frerlab reads (valid: {', '.join(allowed)})"
-            raise UsageError(f"{path}/{key}: {reason}")
+            raise UsageError(f"{path}/{_shown(key)}: {reason}")
     return value
 
 
@@ -378,7 +386,7 @@ def _sequence_identification(entries: list) -> list[dict[str, Any]]:
                          {"path-id-lan-id": "path-id-lan-id applies to HSR/PRP encapsulation, which "
                           + _NOT_IMPLEMENTED + " (R-TAG only)"})
         port = _key(entry, "port", path)
-        where = f"{path}[port={port}]"
+        where = f"{path}[port={_shown(port)}]"
         _outward(entry, where)
         encapsulation = _mapping(entry.get("encapsulation", {"r-tag": {}}), f"{where}/encapsulation", ("r-tag",), {
             name: f"{name} {_NOT_IMPLEMENTED}; use r-tag" for name in
@@ -395,7 +403,7 @@ def _sequence_identification(entries: list) -> list[dict[str, Any]]:
 def _split(entry: object, path: str) -> dict[str, Any]:
     entry = _mapping(entry, path, ("port", "direction-out-facing", "input-id", "output-id"))
     port = _key(entry, "port", path)
-    _outward(entry, f"{path}[port={port}]")
+    _outward(entry, f"{path}[port={_shown(port)}]")
     return {"port": port, "input-id": entry.get("input-id"), "output-id": entry.get("output-id")}
 
 
@@ -486,5 +494,6 @@ def validate_file(path: str | Path, yang_dirs: list[Path]) -> int:
     try:
         model.from_raw(data).validate(ctype=ContentType.config)
     except YangsonException as err:
-        raise UsageError(f"{path}: not valid against the YANG modules: {type(err).__name__}: {err}") from None
+        raise UsageError(f"{path}: not valid against the YANG modules: {type(err).__name__}: "
+                         f"{_hide(str(err), data)}") from None
     return len(data)
