@@ -460,3 +460,25 @@ def test_damaged_instance_data_is_refused_never_crashes():
             import_yang(data, "damaged.json")
         except UsageError:
             pass
+
+
+def test_identification_split_pvids_ipv6_and_dscp_round_trip_and_follow_the_schema(tmp_path):
+    from frerlab.dataplane.config import parse_config
+
+    data = {"name": "talker1", "ports": ["up", "pa", "pb"], "port-settings": [{"port": "up", "pvid": 5}],
+            "stream-identity": [
+                {"index": 1, "handle": 1, "in-facing": {"input-port": ["up"]},
+                 "ip-stream-identification": {"ip-destination": "2001:db8::2", "next-protocol": "udp", "dscp": 46}},
+                *({"index": i, "handle": i, "out-facing": {"output-port": ["pa"]},
+                   "dmac-vlan-stream-identification": {
+                       "down": {"destination-mac": f"02:00:00:00:00:0{i}", "vlan": 10 * i},
+                       "up": {"destination-mac": "02:00:00:00:00:01", "vlan": 0}}} for i in (2, 3))],
+            "sequence-generation": [{"index": 1, "stream": [1]}],
+            "sequence-identification": [{"port": ["pa", "pb"], "stream": [1], "active": True}],
+            "stream-split": [{"port": "pa", "input-id": [1], "output-id": [2, 3]}],
+            "stream-forwarding": [{"stream": 1, "output-port": ["pa", "pb"]}]}
+    cfg = parse_config(data, "test")
+    exported = json.loads(json.dumps(export_yang(cfg)))
+    check_export(exported)
+    assert [e["port"] for e in exported[f"{FRER}:frer"]["sequence-identification"]] == ["pa", "pb"]
+    assert import_yang(exported, "test")[1].model_dump() == cfg.model_dump()
