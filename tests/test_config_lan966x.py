@@ -101,6 +101,9 @@ REFUSED = {
     "individual alone": (lambda d: d.update({"sequence-recovery": [
         {"index": 1, "stream": [1], "port": ["eth1"], "individual-recovery": True}]}),
         "individual recovery without a sequence recovery function of stream 1 on this node is not exported"),
+    "individual on a port without identity": (lambda d: d.update({"sequence-recovery": [
+        *d["sequence-recovery"], {"index": 2, "stream": [1], "port": ["eth0"], "individual-recovery": True}]}),
+        "sequence-recovery 2: stream 1 is not identified on port eth0"),
     "priority tagged": (lambda d: d["stream-identity"][0]["null-stream-identification"].update(
         {"tagged": "priority", "vlan": 0}), "tagged: priority is not exported to lan966x"),
     "dmac rewrite": (lambda d: d["stream-identity"].__setitem__(0, {

@@ -159,6 +159,7 @@ def export_lan966x(cfg: NodeConfig, chip_ports: dict[str, int] | None = None, so
             raise UsageError(f"{kind} is not exported to lan966x: {why}; remove it")
     plan = cfg.plan
     forwarding = {f.stream: list(f.output_port) for f in cfg.stream_forwarding}
+    source = "".join(c if c.isprintable() else "?" for c in source)  # one comment line, whatever the path
     lines = [HEADER.format(name=cfg.name, source=source).rstrip("\n"),
              f"{_FRERLAB}node {cfg.name}", f"{_FRERLAB}ports " + " ".join(f"{p}={chip[p]}" for p in cfg.ports)]
     if cfg.netns:
@@ -206,6 +207,11 @@ def export_lan966x(cfg: NodeConfig, chip_ports: dict[str, int] | None = None, so
                             f"{''.join(' ' + w for w in rate)}")
     lines += cs_lines
 
+    for (handle, port), (rec, _, _) in individual.items():
+        if (handle, port) not in isdx:
+            raise UsageError(f"sequence-recovery {rec.index}: stream {handle} is not identified on port {port} "
+                             "(no in-facing stream-identity there), so no member stream can feed this individual "
+                             "recovery function")
     done: set[int] = set()
     for n, (handle, port) in enumerate(isdx, 1):
         if n in done:
