@@ -393,6 +393,8 @@ def _sequence_identification(entries: list) -> list[dict[str, Any]]:
             ("hsr-sequence-tag", "prp-sequence-tag", "organization-specific")})
         if not encapsulation:
             raise UsageError(f"{where}/encapsulation: give r-tag (a YANG choice)")
+        _mapping(encapsulation["r-tag"], f"{where}/encapsulation/r-tag", (),
+                 {"type-number": _CONFIG_FALSE, "oui-cid": _CONFIG_FALSE})
         streams = _list(entry.get("stream"), f"{where}/stream")
         active = entry.get("active", True)
         group = grouped.setdefault(json.dumps([streams, active]), {"port": [], "stream": streams, "active": active})
