@@ -1,8 +1,10 @@
-"""`frerlab sim`: run a scenario file (or its sweep grid) and print or save the results."""
+"""`frerlab sim`: run a scenario file (or its sweep grid), or a grid file over a scenario on a
+local process pool or a Dask cluster, and print or save the results."""
 
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 from pathlib import Path
 
@@ -16,12 +18,15 @@ from frerlab.sim.api import check, prepare, run, scenario_data, set_field
 from frerlab.sim.cost import MAX_EVENTS, MAX_SERIES_ROWS, MAX_TRACE_ROWS
 from frerlab.sim.sweep import check_points, grid_points, rate_arg, sweep, zero_loss_rate
 from frerlab.names import shown
+from frerlab.yamlfile import read_mapping
 
 EPILOG = """examples:
   frerlab sim run scenarios/seed000_frer_2hop.yaml
   frerlab sim run scenarios/seed000_frer_2hop.yaml -o results/frer --set streams.udp.rate=600Mbps
   frerlab sim run scenarios/loss_vs_load.yaml -o results/loss --jobs 2     (a file with a sweep)
   frerlab sim check scenarios/link_failure.yaml
+  frerlab sim sweep scenarios/grids/hotspot.yaml -o results/grid              (a grid file, local processes)
+  frerlab sim sweep GRID.yaml -o results/grid --scheduler tcp://127.0.0.1:8786  (a Dask cluster)
   frerlab sim zero-loss scenarios/paradox/control.yaml --stream udp --low 10Mbps --high 1Gbps
 
 A run is estimated before it starts (events = frames x (hops + 1) per stream, series rows =
@@ -30,6 +35,19 @@ streams x intervals, trace rows = events with trace on) and refused past {events
 the estimate. Bounds of every field: docs/errors.md.
 """.format(events=MAX_EVENTS, series=MAX_SERIES_ROWS, trace=MAX_TRACE_ROWS)
 ALLOW_LONG_HELP = "run even when the estimated cost exceeds the limits (see below)"
+GRID_EPILOG = """A grid file names a scenario (relative to the grid file) and the fields to vary:
+
+  scenario: ../loss_vs_load.yaml
+  grid:
+    streams.udp.rate: [100Mbps, 500Mbps, 900Mbps]
+    links.sw1-l.queue_limit: [64KiB, 256KiB]
+
+Every combination is one run. The results directory gets one table, sweep.parquet and
+sweep.csv (the grid's fields as the first columns, one row per run and stream, and the worker
+that ran it), a copy of the grid file, and each run's raw report and tables in point-NNN/.
+With --scheduler the runs go to the workers of a Dask cluster (`dask scheduler`, then
+`dask worker ADDRESS` on each machine, with frerlab installed); this process writes every file.
+"""
 
 SUMMARY_COLUMNS = ["stream", "sent", "received", "lost", "loss_ratio", "duplicates", "reordered",
                    "latency_p50_ns", "latency_p99_ns", "latency_max_ns"]
@@ -51,6 +69,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run_parser.add_argument("--no-sweep", action="store_true", help="run the scenario once, ignoring its sweep")
     run_parser.add_argument("--allow-long", action="store_true", help=ALLOW_LONG_HELP)
     run_parser.set_defaults(func=cmd_run)
+    grid_parser = verbs.add_parser(
+        "sweep", help="run a grid file (a scenario and fields to vary) on local processes or a Dask cluster",
+        epilog=GRID_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    grid_parser.add_argument("grid", type=Path, help="grid YAML file: `scenario: PATH` and `grid: {FIELD: [VALUES]}`")
+    grid_parser.add_argument("-o", "--output", type=Path, required=True,
+                             help="results directory: sweep.parquet, sweep.csv, the grid file, point-NNN/ per run")
+    grid_parser.add_argument("--jobs", type=int, default=None, help="local processes (default: CPUs)")
+    grid_parser.add_argument("--scheduler", help="address of a Dask scheduler (e.g. tcp://127.0.0.1:8786): run on "
+                                                 "its workers instead of local processes")
+    grid_parser.add_argument("--allow-long", action="store_true", help=ALLOW_LONG_HELP)
+    grid_parser.set_defaults(func=cmd_sweep)
     check_parser = verbs.add_parser("check", help="validate a scenario file and estimate its cost without running it",
                                     epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     check_parser.add_argument("scenario", type=Path)
@@ -133,6 +162,40 @@ def cmd_run(args: argparse.Namespace) -> int:
               file=sys.stderr)
     if args.output:
         print(f"results written to {args.output}", file=sys.stderr)
+    return 0
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    """Runs a grid file's every point with a progress bar and writes the one table."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
+        TimeRemainingColumn
+
+    out = output_dir(args.output, "-o/--output")
+    if args.jobs is not None and not 1 <= args.jobs <= 1024:
+        raise UsageError(f"--jobs {args.jobs} is out of range (1..1024 processes)")
+    spec = read_mapping(args.grid, "grid file", "a grid file is a mapping with `scenario: PATH` and "
+                                                "`grid: {FIELD: [VALUES]}`")
+    unknown = sorted(set(spec) - {"scenario", "grid"})
+    if unknown or not isinstance(spec.get("scenario"), str) or "grid" not in spec:
+        raise UsageError(f"{args.grid}: a grid file holds `scenario: PATH` and `grid: {{FIELD: [VALUES]}}`"
+                         + (f"; unknown key {shown(unknown[0])}" if unknown else ""))
+    scenario = args.grid.parent / spec["scenario"]
+    columns = [TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("ETA"),
+               TimeRemainingColumn()]
+    with Progress(*columns, console=Console(stderr=True), transient=False) as bar:
+        task = bar.add_task("sweep", total=None)
+        table = sweep(scenario, spec["grid"], processes=args.jobs, output=out, allow_long=args.allow_long,
+                      scheduler=args.scheduler,
+                      progress=lambda done, total, point: bar.update(task, completed=done, total=total))
+    write_atomic(out / args.grid.name, args.grid.read_text())
+    parquet = io.BytesIO()
+    table.to_parquet(parquet, index=False)
+    write_atomic(out / "sweep.parquet", parquet.getvalue())
+    write_atomic(out / "sweep.csv", table.to_csv(index=False))
+    grid_columns = list(spec["grid"])
+    print(table[grid_columns + [c for c in SUMMARY_COLUMNS if c in table]].to_string(index=False), flush=True)
+    print(f"results written to {out} (sweep.parquet, sweep.csv, point-NNN/)", file=sys.stderr)
     return 0
 
 

@@ -1,9 +1,14 @@
-"""Grids over any scenario field, run in parallel processes with progress on stderr, and the
-RFC 2544 binary search for the highest zero-loss rate.
+"""Grids over any scenario field, run in parallel with progress, and the RFC 2544 binary
+search for the highest zero-loss rate.
 
 A grid is a mapping from dotted field paths to lists of values; every combination is one run.
 The result is one DataFrame row per run and stream: the grid values as columns, then the
-stream metrics.
+stream metrics, the run's speed and the worker that ran it (host:pid).
+
+Runs go to a local process pool, or with `scheduler` to a Dask distributed cluster, through
+one code path: both are concurrent.futures executors (dask.distributed's Client.get_executor),
+each run returns its whole result, and this process writes every file, so workers on other
+machines need no shared file system.
 """
 
 from __future__ import annotations
@@ -11,9 +16,12 @@ from __future__ import annotations
 import itertools
 import math
 import os
+import socket
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from collections.abc import Iterator
+from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable
 
@@ -71,28 +79,51 @@ def check_points(data: dict[str, Any], points: list[dict[str, Any]], allow_long:
     return costs
 
 
-def _run_point(data: dict[str, Any], point: dict[str, Any], output: Path | None) -> pd.DataFrame:
-    result = run(data, point, allow_long=True)  # checked by `sweep` before any run
-    if output is not None:
-        result.save(output)
+def _run_point(data: dict[str, Any], point: dict[str, Any]) -> tuple[SimResult, str]:
+    """One run, wherever it runs, and which worker ran it (host:pid)."""
+    return run(data, point, allow_long=True), f"{socket.gethostname()}:{os.getpid()}"  # checked before any run
+
+
+def _point_table(result: SimResult, point: dict[str, Any], worker: str) -> pd.DataFrame:
     table = summary_table(result)
     for i, (name, value) in enumerate(point.items()):
         table.insert(i, name, value if isinstance(value, (int, float, str, bool)) else str(value))
+    table["worker"] = worker
     return table
+
+
+@contextmanager
+def _executor(workers: int, scheduler: str | None) -> Iterator[Executor]:
+    """A local process pool of `workers`, or the Dask cluster whose scheduler is at `scheduler`."""
+    if scheduler is None:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            yield pool
+        return
+    from dask.distributed import Client  # only sweeps on a cluster need Dask
+
+    try:
+        client = Client(scheduler, timeout="10s")
+    except (OSError, TimeoutError, ValueError) as err:
+        raise UsageError(f"scheduler {shown(scheduler)}: no Dask scheduler answered ({err}); give the address "
+                         "`dask scheduler` printed, e.g. tcp://127.0.0.1:8786") from None
+    with client, client.get_executor(pure=False) as pool:
+        yield pool
 
 
 def sweep(
     scenario: str | Path | dict[str, Any] | Scenario,
     grid: dict[str, list[Any]] | None = None,
     processes: int | None = None,
-    progress: Callable[[str], None] | None = None,
+    progress: Callable[[int, int, dict[str, Any]], None] | None = None,
     output: str | Path | None = None,
     allow_long: bool = False,
+    scheduler: str | None = None,
 ) -> pd.DataFrame:
-    """Runs every point of `grid` (default: the scenario's own `sweep` section) in parallel
-    processes; `progress` receives one line per finished run (default: print to stderr).
-    With `output`, each run's raw report and tables go to `output/point-NNN/` as it ends.
-    Every point is validated and its cost checked (see `run`) before any runs."""
+    """Runs every point of `grid` (default: the scenario's own `sweep` section) in parallel:
+    local processes (`processes`, default one per CPU) or, with `scheduler`, the workers of a
+    Dask cluster. `progress(done, total, point)` is called as each run ends (default: a line on
+    stderr). With `output`, each run's raw report and tables go to `output/point-NNN/` as it
+    ends. Every point is validated and its cost checked (see `run`) before any runs."""
     data = scenario_data(scenario)
     grid = grid if grid is not None else data.get("sweep") or {}
     data.pop("sweep", None)
@@ -100,25 +131,26 @@ def sweep(
         raise UsageError("sweep needs a grid: a mapping of field paths to lists of values")
     points = grid_points(grid)
     check_points(data, points, allow_long)
-    report = progress or (lambda line: print(line, file=sys.stderr, flush=True))
-    workers = max(1, min(processes or os.cpu_count() or 1, len(points)))
     start = time.monotonic()
+    report = progress or (lambda done, total, point: print(f"[{done}/{total}] {point} ({elapsed_since(start)})",
+                                                           file=sys.stderr, flush=True))
+    workers = max(1, min(processes or os.cpu_count() or 1, len(points)))
     tables: dict[int, pd.DataFrame] = {}
 
-    def point_dir(i: int) -> Path | None:
-        return None if output is None else Path(output) / f"point-{i:03d}"
+    def finish(i: int, result: SimResult, worker: str) -> None:
+        if output is not None:
+            result.save(Path(output) / f"point-{i:03d}")
+        tables[i] = _point_table(result, points[i], worker)
+        report(len(tables), len(points), points[i])
 
-    if workers == 1:
+    if workers == 1 and scheduler is None:
         for i, point in enumerate(points):
-            tables[i] = _run_point(data, point, point_dir(i))
-            report(f"[{len(tables)}/{len(points)}] {point} ({elapsed_since(start)})")
+            finish(i, *_run_point(data, point))
     else:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            futures = {pool.submit(_run_point, data, point, point_dir(i)): i for i, point in enumerate(points)}
+        with _executor(workers, scheduler) as pool:
+            futures = {pool.submit(_run_point, data, point): i for i, point in enumerate(points)}
             for future in as_completed(futures):
-                i = futures[future]
-                tables[i] = future.result()
-                report(f"[{len(tables)}/{len(points)}] {points[i]} ({elapsed_since(start)})")
+                finish(futures[future], *future.result())
     return pd.concat([tables[i] for i in range(len(points))], ignore_index=True)
 
 
