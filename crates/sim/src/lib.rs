@@ -2,14 +2,16 @@
 //!
 //! Layers, dependencies one way only: `units` and `rng` <- `engine` (the event core: time
 //! order, deterministic ties, no global state) <- models (`source`, `port` with `shaper`,
-//! `metrics`) <- `network` (a `Simulation` built from a `spec::Spec`, running the real FRER
+//! `metrics`, congestion control: `pause` for IEEE 802.3x, `qcn` for IEEE 802.1Qau) <- `network` (a `Simulation` built from a `spec::Spec`, running the real FRER
 //! functions of the `frer` crate) -> `report`. `run_json` is the whole thing as one call, the
 //! form the Python bindings use.
 
 pub mod engine;
 pub mod metrics;
 pub mod network;
+pub mod pause;
 pub mod port;
+pub mod qcn;
 pub mod report;
 pub mod rng;
 pub mod shaper;

@@ -135,7 +135,8 @@ pub struct QueueInterval {
 /// scenario's intervals. Every enqueue and dequeue updates it, so the integral is exact and
 /// no sampling events are needed: bytes queued at `t` add bytes x (end of interval - t) to the
 /// open interval's integral, bytes leaving at `t` take back the same for the time they will
-/// not spend; the intervals before the one of the current time are closed.
+/// not spend; the intervals before the one of the current time are closed. A QCN stream's
+/// sending rate is kept the same way, as a level in bit/s instead of bytes.
 #[derive(Clone, Debug)]
 pub struct QueueSeries {
     interval: SimTime,

@@ -6,10 +6,18 @@
 //! replicates the frame; a hop with none delivers it to the listener's metrics. Packets live in
 //! an arena and events carry indices, so the hot loop allocates nothing per frame.
 //!
-//! Congestion notification (BCN, FECN, QCN) fits in without rewrites: a congestion point reads
-//! a port's `queued_bytes` when a frame is enqueued, feedback frames are packets of a control
-//! stream routed back to the talker (a route tree like any other), and the reaction point sets
-//! the talker's `Source::rate`, which every departure reads.
+//! Congestion control runs here on the state machines of `pause` and `qcn`. PAUSE: a queued
+//! frame remembers the link direction it arrived over when that direction runs PAUSE, so the
+//! receiver's count per ingress rises when it is queued and falls when it starts on its egress
+//! wire (or is dropped as unsendable); a PAUSE frame takes the reverse wire's time and acts at
+//! the sender after the propagation delay (`Event::Pause`). QCN: a port's congestion point
+//! looks at every arriving frame of a stream with a reaction point, before the admission
+//! check; a notification is a 64-byte frame that crosses the links the sampled frame took, in
+//! reverse, each costing its wire time, its propagation delay and the processing delay of the
+//! node it reaches, without queueing behind data or being lost (`Event::Notify` after that
+//! fixed delay of the hop); the reaction point sets the talker's `Source::rate`, which every
+//! departure reads, on notifications, byte-counter cycles (counted at departure) and timer
+//! cycles (`Event::QcnTimer`).
 
 use std::time::Instant;
 
@@ -18,10 +26,13 @@ use frer::recovery::{RecoveryParams, SequenceRecovery};
 use frer::SeqNum;
 
 use crate::engine::Scheduler;
-use crate::metrics::StreamMetrics;
-use crate::port::{DropReason, Port, Queued, Selection};
+use crate::metrics::{QueueSeries, StreamMetrics};
+use crate::pause::{PauseAction, CONTROL_FRAME_BYTES};
+use crate::port::{DropReason, Port, Queued, Selection, NO_PORT};
+use crate::qcn::ReactionPoint;
 use crate::report::{
-    FrerRow, NodeRow, PortRow, PortSeriesRow, Report, RunInfo, SeriesRow, TraceRow,
+    FrerRow, NodeRow, PauseRow, PortRow, PortSeriesRow, QcnPortRow, QcnSeriesRow, QcnStreamRow,
+    Report, RunInfo, SeriesRow, TraceRow,
 };
 use crate::rng::Rng;
 use crate::source::Source;
@@ -37,6 +48,12 @@ enum Event {
     Arrive(u32),
     /// A port looks at its queues again (end of a transmission, credit or gate change).
     Wake(u32),
+    /// A PAUSE frame with this many quanta (0: XON) reaches the sender of this port.
+    Pause(u32, u16),
+    /// A QCN notification with this quantised |Fb| reaches this stream's talker.
+    Notify(u32, u8),
+    /// A stream's QCN timer may have ended a cycle.
+    QcnTimer(u32),
 }
 
 /// A frame in flight. `bytes` includes the R-TAG while `rtag` is set.
@@ -85,6 +102,15 @@ struct Stream {
     recovery: Vec<Recovery>,
     created: u64,
     metrics: StreamMetrics,
+    qcn: Option<StreamQcn>,
+}
+
+/// A stream's QCN reaction point, its rate over time, and the time a notification takes from
+/// the node sending each hop back to the talker.
+struct StreamQcn {
+    rp: ReactionPoint,
+    rates: QueueSeries,
+    notify_delay: Vec<SimTime>,
 }
 
 /// A built network ready to run, and its results afterwards.
@@ -98,6 +124,10 @@ pub struct Simulation {
     unsendable: Vec<(u8, Queued)>,
     trace: Option<Vec<TraceRow>>,
     interval: SimTime,
+    /// Sources stop at this time, and so do QCN timers.
+    duration: SimTime,
+    /// Time of the last event other than a port's wake-up: the end of the run.
+    end: SimTime,
     wall_seconds: f64,
 }
 
@@ -121,7 +151,7 @@ impl Simulation {
                 buffer_peak: 0,
             })
             .collect();
-        let ports = spec
+        let ports: Vec<Port> = spec
             .ports
             .iter()
             .enumerate()
@@ -167,6 +197,15 @@ impl Simulation {
                     function,
                 });
             }
+            let qcn = s.qcn.as_ref().map(|rp| {
+                let mut rates = QueueSeries::new(spec.interval);
+                rates.add(SimTime::ZERO, s.rate.0);
+                StreamQcn {
+                    rp: ReactionPoint::new(rp, s.rate),
+                    rates,
+                    notify_delay: notify_delays(s, spec, &ports),
+                }
+            });
             let source = Source::new(s, spec.duration, Rng::new(spec.seed, i as u64));
             if let Some(t) = source.first_departure() {
                 scheduler.at(t, Event::Depart(i as u32));
@@ -184,6 +223,7 @@ impl Simulation {
                 recovery,
                 created: 0,
                 metrics: StreamMetrics::new(spec.interval, spec.warmup),
+                qcn,
             });
         }
         Ok(Simulation {
@@ -196,6 +236,8 @@ impl Simulation {
             unsendable: Vec::new(),
             trace: spec.trace.then(Vec::new),
             interval: spec.interval,
+            duration: spec.duration,
+            end: SimTime::ZERO,
             wall_seconds: 0.0,
         })
     }
@@ -213,8 +255,32 @@ impl Simulation {
                         self.ports[port as usize].wakeup = None;
                         self.serve(port, now);
                     }
+                    // A wake-up may be left over (a pause ended early by XON): not the end.
+                    continue;
+                }
+                Event::Pause(port, quanta) => self.pause_arrives(port, quanta, now),
+                Event::Notify(stream, q) => {
+                    let qcn = self.streams[stream as usize]
+                        .qcn
+                        .as_mut()
+                        .expect("QCN stream");
+                    let rate = qcn.rp.notify(q, now);
+                    self.set_rate(stream, rate, now);
+                    self.schedule_timer(stream);
+                }
+                Event::QcnTimer(stream) => {
+                    let qcn = self.streams[stream as usize]
+                        .qcn
+                        .as_mut()
+                        .expect("QCN stream");
+                    if qcn.rp.timer_due == now {
+                        let rate = qcn.rp.timer(now);
+                        self.set_rate(stream, rate, now);
+                        self.schedule_timer(stream);
+                    }
                 }
             }
+            self.end = now;
         }
         self.wall_seconds += started.elapsed().as_secs_f64();
     }
@@ -236,6 +302,10 @@ impl Simulation {
     fn depart(&mut self, stream_id: u32, now: SimTime) {
         let stream = &mut self.streams[stream_id as usize];
         let bytes = stream.source.frame_bytes();
+        if let Some(rate) = stream.qcn.as_mut().and_then(|q| q.rp.sent(bytes)) {
+            self.set_rate(stream_id, rate, now);
+        }
+        let stream = &mut self.streams[stream_id as usize];
         let number = stream.created;
         stream.created += 1;
         stream.metrics.on_sent(now);
@@ -253,8 +323,30 @@ impl Simulation {
             rtag: None,
         });
         if self.run_frer_functions(packet, talker, None, now) {
-            self.forward(packet, start, len, now);
+            self.forward(packet, start, len, NO_PORT, now);
         }
+    }
+
+    /// Schedules the end of a QCN stream's running timer cycle, unless the limiter is inactive
+    /// or its source has stopped by then (the run ends when no event is left).
+    fn schedule_timer(&mut self, stream_id: u32) {
+        let qcn = self.streams[stream_id as usize]
+            .qcn
+            .as_ref()
+            .expect("QCN stream");
+        if qcn.rp.timer_due < self.duration {
+            self.scheduler
+                .at(qcn.rp.timer_due, Event::QcnTimer(stream_id));
+        }
+    }
+
+    /// Sets a QCN stream's sending rate from `now` on.
+    fn set_rate(&mut self, stream_id: u32, rate: crate::units::BitsPerSec, now: SimTime) {
+        let stream = &mut self.streams[stream_id as usize];
+        let qcn = stream.qcn.as_mut().expect("QCN stream");
+        qcn.rates.remove(now, stream.source.rate.0);
+        qcn.rates.add(now, rate.0);
+        stream.source.rate = rate;
     }
 
     /// Runs the stream's FRER functions placed at `node` on a packet that arrived through
@@ -313,14 +405,15 @@ impl Simulation {
                 .on_received(packet.number, packet.created, l2_bytes, now);
             self.free_packets.push(packet_id);
         } else {
-            self.forward(packet_id, start, len, now);
+            self.forward(packet_id, start, len, port, now);
         }
     }
 
-    /// Sends the packet on each of the hops `next[start..start + len]` of its stream, copying
-    /// it for every hop after the first (replication).
+    /// Sends the packet, which arrived over `ingress` (`NO_PORT`: from its talker), on each of
+    /// the hops `next[start..start + len]` of its stream, copying it for every hop after the
+    /// first (replication).
     #[inline]
-    fn forward(&mut self, packet_id: u32, start: u32, len: u32, now: SimTime) {
+    fn forward(&mut self, packet_id: u32, start: u32, len: u32, ingress: u32, now: SimTime) {
         for k in 0..len {
             let stream_id = self.packets[packet_id as usize].stream as usize;
             let hop = self.streams[stream_id].next[(start + k) as usize];
@@ -332,13 +425,27 @@ impl Simulation {
             };
             self.packets[copy as usize].hop = hop;
             let port = self.streams[stream_id].hops[hop as usize].port;
-            self.enqueue(port, copy, now);
+            self.enqueue(port, copy, ingress, now);
         }
     }
 
-    fn enqueue(&mut self, port_id: u32, packet_id: u32, now: SimTime) {
+    fn enqueue(&mut self, port_id: u32, packet_id: u32, ingress: u32, now: SimTime) {
         let packet = self.packets[packet_id as usize];
-        let class = self.streams[packet.stream as usize].class;
+        let stream = &self.streams[packet.stream as usize];
+        let class = stream.class;
+        let paused_ingress = if ingress != NO_PORT && self.ports[ingress as usize].pause.is_some() {
+            ingress
+        } else {
+            NO_PORT
+        };
+        let port = &mut self.ports[port_id as usize];
+        if let (Some(cp), Some(qcn)) = (port.qcn.as_mut(), stream.qcn.as_ref()) {
+            let q = port.queued_bytes[usize::from(class)];
+            if let Some(fb) = cp.arrive(class, packet.bytes, q) {
+                let at = now.plus(qcn.notify_delay[packet.hop as usize]);
+                self.scheduler.at(at, Event::Notify(packet.stream, fb));
+            }
+        }
         let port = &mut self.ports[port_id as usize];
         let node = &mut self.nodes[port.from as usize];
         let buffer = if node.cell == 1 {
@@ -368,9 +475,58 @@ impl Simulation {
                 packet: packet_id,
                 bytes: packet.bytes,
                 buffer: buffer as u32,
+                ingress: paused_ingress,
             },
             now,
         );
+        if paused_ingress != NO_PORT {
+            let pause = self.ports[paused_ingress as usize].pause.as_mut();
+            let action = pause.expect("PAUSE port").on_queued(buffer, now);
+            self.send_pause(paused_ingress, action, now);
+        }
+        self.serve(port_id, now);
+    }
+
+    /// A frame that arrived over the PAUSE link direction `ingress` left its queue at `now`.
+    fn left_queue(&mut self, ingress: u32, buffer: u32, now: SimTime) {
+        let pause = self.ports[ingress as usize].pause.as_mut();
+        let action = pause.expect("PAUSE port").on_left(u64::from(buffer), now);
+        self.send_pause(ingress, action, now);
+    }
+
+    /// The receiver of the PAUSE link direction `paused` sends `action` on the reverse wire.
+    fn send_pause(&mut self, paused: u32, action: PauseAction, now: SimTime) {
+        if action == PauseAction::None {
+            return;
+        }
+        let port = &self.ports[paused as usize];
+        let rate = port.rate;
+        let reverse = port.pause.as_ref().expect("PAUSE port").reverse;
+        let wire = &mut self.ports[reverse as usize];
+        let end = now
+            .max(wire.busy_until)
+            .plus(wire.wire_time(CONTROL_FRAME_BYTES));
+        wire.busy_until = end;
+        let acts_at = end.plus(wire.delay);
+        let pause = self.ports[paused as usize]
+            .pause
+            .as_mut()
+            .expect("PAUSE port");
+        pause.sent(action, acts_at, rate);
+        let quanta = if action == PauseAction::Xoff {
+            pause.quanta
+        } else {
+            0
+        };
+        self.scheduler.at(acts_at, Event::Pause(paused, quanta));
+    }
+
+    /// A PAUSE frame of `quanta` reaches the sender of port `port_id` at `now`.
+    fn pause_arrives(&mut self, port_id: u32, quanta: u16, now: SimTime) {
+        let port = &mut self.ports[port_id as usize];
+        let (until, rate) = (port.paused_until, port.rate);
+        let pause = port.pause.as_mut().expect("PAUSE port");
+        port.paused_until = pause.receive(quanta, now, until, rate);
         self.serve(port_id, now);
     }
 
@@ -405,12 +561,19 @@ impl Simulation {
         while let Some((class, frame)) = self.unsendable.pop() {
             self.nodes[self.ports[port_id as usize].from as usize].buffer_used -=
                 u64::from(frame.buffer);
+            if frame.ingress != NO_PORT {
+                self.left_queue(frame.ingress, frame.buffer, now);
+            }
             self.drop_packet(port_id, class, frame.packet, DropReason::GateTooShort, now);
         }
         let port = &mut self.ports[port_id as usize];
+        let mut left = None;
         let wake = match selection {
             Selection::Start(class) => {
                 let (frame, end) = port.start(class, now);
+                if frame.ingress != NO_PORT {
+                    left = Some(frame);
+                }
                 self.nodes[port.from as usize].buffer_used -= u64::from(frame.buffer);
                 let lost = port.link_drop(now);
                 let arrival = end
@@ -447,15 +610,33 @@ impl Simulation {
                 self.scheduler.at(t, Event::Wake(port_id));
             }
         }
+        if let Some(frame) = left {
+            self.left_queue(frame.ingress, frame.buffer, now);
+        }
     }
 
     /// The results of the run.
     pub fn report(&mut self) -> Report {
-        let end = self.scheduler.now();
+        let end = self.end;
         let interval_s = self.interval.as_secs_f64();
         let mut report = Report::default();
         for stream in &mut self.streams {
             report.streams.push(stream.metrics.summary(&stream.name));
+            if let Some(qcn) = stream.qcn.as_mut() {
+                report.qcn_streams.push(QcnStreamRow {
+                    stream: stream.name.clone(),
+                    notifications: qcn.rp.notifications,
+                    final_rate_bps: stream.source.rate.0,
+                });
+                for (i, row) in qcn.rates.finish(end).iter().enumerate() {
+                    report.qcn_series.push(QcnSeriesRow::new(
+                        &stream.name,
+                        i as f64 * interval_s,
+                        self.interval,
+                        row,
+                    ));
+                }
+            }
             for (i, row) in stream.metrics.series.iter().enumerate() {
                 report.series.push(SeriesRow::new(
                     &stream.name,
@@ -486,6 +667,19 @@ impl Simulation {
                 }
             }
             let node = node_names[port.from as usize];
+            let peer = node_names[port.to as usize];
+            if let Some(pause) = &port.pause {
+                report.pause.push(PauseRow::new(
+                    &port.name,
+                    node,
+                    peer,
+                    pause,
+                    pause.paused_seconds(port.paused_until, end),
+                ));
+            }
+            if let Some(cp) = &port.qcn {
+                report.qcn_ports.push(QcnPortRow::new(&port.name, node, cp));
+            }
             for (i, row) in port.occupancy.finish(end).iter().enumerate() {
                 report.port_series.push(PortSeriesRow::new(
                     &port.name,
@@ -523,4 +717,31 @@ impl Simulation {
         };
         report
     }
+}
+
+/// For each hop of `stream`, the time a QCN notification sent by the node that hop leaves from
+/// takes back to the talker: per link of the way there, in reverse, a 64-byte frame's wire
+/// time, the propagation delay and the processing delay of the node it reaches.
+fn notify_delays(stream: &crate::spec::StreamSpec, spec: &Spec, ports: &[Port]) -> Vec<SimTime> {
+    let mut parent = vec![None; stream.hops.len()];
+    for (i, hop) in stream.hops.iter().enumerate() {
+        for &next in &hop.next {
+            parent[next as usize] = Some(i);
+        }
+    }
+    (0..stream.hops.len())
+        .map(|hop| {
+            let mut delay = SimTime::ZERO;
+            let mut at = parent[hop];
+            while let Some(g) = at {
+                let port = &ports[stream.hops[g].port as usize];
+                delay = delay
+                    .plus(port.wire_time(CONTROL_FRAME_BYTES))
+                    .plus(port.delay)
+                    .plus(spec.nodes[port.from as usize].processing_delay);
+                at = parent[g];
+            }
+            delay
+        })
+        .collect()
 }

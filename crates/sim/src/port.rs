@@ -2,6 +2,9 @@
 //! drop, strict priority between classes, optional credit-based shaper per class and gate
 //! control list, then the link's rate, propagation delay, failure schedule and random loss.
 //!
+//! A port may be paused (IEEE 802.3x, `pause`: it starts no frame before `paused_until`) and
+//! may hold a QCN congestion point (`qcn`); the network drives both.
+//!
 //! The port decides which frame starts when; it does not know where frames go. Queue occupancy
 //! is visible (`queued_bytes`), which is where a congestion point (BCN/FECN/QCN sampling) hooks
 //! in, and recorded over time for the whole port (`occupancy`, the queue-length series).
@@ -11,6 +14,8 @@ use std::collections::VecDeque;
 use serde::Serialize;
 
 use crate::metrics::QueueSeries;
+use crate::pause::Pause;
+use crate::qcn::CongestionPoint;
 use crate::rng::Rng;
 use crate::shaper::{CreditShaper, GateControl};
 use crate::spec::{LossSpec, PortSpec, TRAFFIC_CLASSES};
@@ -52,7 +57,12 @@ pub struct Queued {
     pub bytes: u32,
     /// Buffer bytes it occupies (whole cells).
     pub buffer: u32,
+    /// The port it arrived over when that link direction runs PAUSE (`NO_PORT` otherwise).
+    pub ingress: u32,
 }
+
+/// No port: a frame from its talker, or from a link direction without PAUSE.
+pub const NO_PORT: u32 = u32::MAX;
 
 /// Per-class counters of a port.
 #[derive(Clone, Copy, Debug, Default)]
@@ -132,12 +142,23 @@ pub struct Port {
     pub counters: [ClassCounters; TRAFFIC_CLASSES],
     /// Buffer bytes queued over all classes, per interval of the scenario.
     pub occupancy: QueueSeries,
+    /// PAUSE on this link direction (the far node pauses this port).
+    pub pause: Option<Pause>,
+    /// No frame starts before this time (a PAUSE received).
+    pub paused_until: SimTime,
+    /// The QCN congestion point of this port's queues.
+    pub qcn: Option<CongestionPoint>,
 }
 
 impl Port {
     /// The port of `spec`, drawing its losses from `rng`, its occupancy series binned by
     /// `interval`.
-    pub fn new(spec: &PortSpec, interval: SimTime, rng: Rng) -> Port {
+    pub fn new(spec: &PortSpec, interval: SimTime, mut rng: Rng) -> Port {
+        // The congestion point draws from a generator of its own, seeded from the port's.
+        let qcn = spec
+            .qcn
+            .as_ref()
+            .map(|cp| CongestionPoint::new(cp, Rng::new(rng.next_u64(), 0)));
         let loss = match spec.loss {
             LossSpec::None => LinkLoss::None,
             LossSpec::Bernoulli { p } => LinkLoss::Bernoulli { p },
@@ -177,6 +198,9 @@ impl Port {
             wakeup: None,
             counters: [ClassCounters::default(); TRAFFIC_CLASSES],
             occupancy: QueueSeries::new(interval),
+            pause: spec.pause.as_ref().map(Pause::new),
+            paused_until: SimTime::ZERO,
+            qcn,
         }
     }
 
@@ -225,6 +249,13 @@ impl Port {
     pub fn select(&mut self, now: SimTime, unsendable: &mut Vec<(u8, Queued)>) -> Selection {
         if now < self.busy_until {
             return Selection::Idle;
+        }
+        if now < self.paused_until {
+            return if self.has_frames() {
+                Selection::WaitUntil(self.paused_until)
+            } else {
+                Selection::Idle
+            };
         }
         let mut wait = SimTime::NEVER;
         let mut classes = self.nonempty;

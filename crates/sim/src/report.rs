@@ -1,13 +1,16 @@
 //! The results of a run as plain rows, serialised to JSON for the Python side (which turns
 //! each table into a pandas DataFrame): per-stream summaries, per-interval series, per-port
-//! and per-node counters, each port's queue length per interval, FRER counters, the optional
-//! trace, and how fast the run went.
+//! and per-node counters, each port's queue length per interval, FRER counters, congestion
+//! control (PAUSE per link direction, QCN per congestion point and per stream, each QCN
+//! stream's rate per interval), the optional trace, and how fast the run went.
 
 use frer::recovery::RecoveryCounters;
 use serde::Serialize;
 
 use crate::metrics::{IntervalRow, QueueInterval, StreamSummary};
+use crate::pause::{Pause, CONTROL_FRAME_BYTES};
 use crate::port::{ClassCounters, DropReason, Port};
+use crate::qcn::CongestionPoint;
 use crate::units::SimTime;
 
 /// Everything a run reports.
@@ -25,6 +28,14 @@ pub struct Report {
     pub nodes: Vec<NodeRow>,
     /// One row per recovery function.
     pub frer: Vec<FrerRow>,
+    /// One row per link direction running PAUSE.
+    pub pause: Vec<PauseRow>,
+    /// One row per port with a QCN congestion point.
+    pub qcn_ports: Vec<QcnPortRow>,
+    /// One row per stream with a QCN reaction point.
+    pub qcn_streams: Vec<QcnStreamRow>,
+    /// One row per QCN stream and interval: its sending rate.
+    pub qcn_series: Vec<QcnSeriesRow>,
     /// Every transmission and drop, when the scenario asked for a trace.
     pub trace: Vec<TraceRecord>,
     /// Size and speed of the run.
@@ -148,6 +159,111 @@ impl PortSeriesRow {
             time_s,
             queue_max_bytes: row.max_bytes,
             queue_mean_bytes: row.byte_ps as f64 / length.0 as f64,
+        }
+    }
+}
+
+/// PAUSE on one link direction: what its receiver sent back, and how long its sender waited.
+#[derive(Debug, Serialize)]
+pub struct PauseRow {
+    /// The paused port (link direction).
+    pub port: String,
+    /// Its node, the sender that pauses.
+    pub node: String,
+    /// The far node, which counts the buffer and sends the PAUSE frames.
+    pub peer: String,
+    /// PAUSE frames with a pause time (XOFF).
+    pub xoff_frames: u64,
+    /// PAUSE frames with pause time 0 (XON).
+    pub xon_frames: u64,
+    /// Bytes of all PAUSE frames (64 each) on the reverse direction.
+    pub pause_bytes: u64,
+    /// Time the port was paused, in seconds.
+    pub paused_s: f64,
+    /// Largest buffer bytes at the far node from this link direction.
+    pub ingress_peak_bytes: u64,
+}
+
+impl PauseRow {
+    /// The row of the PAUSE state `p` of port `port`, paused `paused_s` in all.
+    pub fn new(port: &str, node: &str, peer: &str, p: &Pause, paused_s: f64) -> Self {
+        PauseRow {
+            port: port.to_string(),
+            node: node.to_string(),
+            peer: peer.to_string(),
+            xoff_frames: p.xoff_frames,
+            xon_frames: p.xon_frames,
+            pause_bytes: (p.xoff_frames + p.xon_frames) * u64::from(CONTROL_FRAME_BYTES),
+            paused_s,
+            ingress_peak_bytes: p.buffered_peak,
+        }
+    }
+}
+
+/// A QCN congestion point: what it saw, sampled and sent.
+#[derive(Debug, Serialize)]
+pub struct QcnPortRow {
+    /// Port name.
+    pub port: String,
+    /// Node owning the port.
+    pub node: String,
+    /// Bytes of frames of QCN streams that arrived at its queues.
+    pub arrived_bytes: u64,
+    /// Frames sampled.
+    pub samples: u64,
+    /// Notifications sent (samples with negative feedback).
+    pub notifications: u64,
+    /// Bytes of the notifications (64 each).
+    pub notification_bytes: u64,
+}
+
+impl QcnPortRow {
+    /// The row of the congestion point `cp` of `port`.
+    pub fn new(port: &str, node: &str, cp: &CongestionPoint) -> Self {
+        QcnPortRow {
+            port: port.to_string(),
+            node: node.to_string(),
+            arrived_bytes: cp.arrived_bytes,
+            samples: cp.samples,
+            notifications: cp.notifications,
+            notification_bytes: cp.notifications * u64::from(CONTROL_FRAME_BYTES),
+        }
+    }
+}
+
+/// A QCN reaction point.
+#[derive(Debug, Serialize)]
+pub struct QcnStreamRow {
+    /// Stream name.
+    pub stream: String,
+    /// Notifications received.
+    pub notifications: u64,
+    /// Sending rate at the end of the run, in bit/s.
+    pub final_rate_bps: u64,
+}
+
+/// One interval of a QCN stream's sending rate (the rate limiter's current rate CR, in the
+/// stream's rate layer, L1 or L2).
+#[derive(Debug, Serialize)]
+pub struct QcnSeriesRow {
+    /// Stream name.
+    pub stream: String,
+    /// Start of the interval, in seconds.
+    pub time_s: f64,
+    /// Time-weighted mean rate over the interval, in bit/s.
+    pub rate_mean_bps: f64,
+    /// Largest rate in the interval, in bit/s.
+    pub rate_max_bps: u64,
+}
+
+impl QcnSeriesRow {
+    /// The row of interval `row` (the rate as a level) starting at `time_s`, `length` long.
+    pub fn new(stream: &str, time_s: f64, length: SimTime, row: &QueueInterval) -> Self {
+        QcnSeriesRow {
+            stream: stream.to_string(),
+            time_s,
+            rate_mean_bps: row.byte_ps as f64 / length.0 as f64,
+            rate_max_bps: row.max_bytes,
         }
     }
 }

@@ -5,6 +5,8 @@
 
 use serde::Deserialize;
 
+use crate::pause::PauseSpec;
+use crate::qcn::{QcnPointSpec, QcnReactionSpec};
 use crate::units::{BitsPerSec, Bytes, SimTime};
 
 /// Number of traffic classes of an egress port (IEEE 802.1Q).
@@ -85,6 +87,12 @@ pub struct PortSpec {
     /// Random loss on the link.
     #[serde(default)]
     pub loss: LossSpec,
+    /// IEEE 802.3x PAUSE: the far node may pause this port.
+    #[serde(default)]
+    pub pause: Option<PauseSpec>,
+    /// QCN congestion point on this port's queues.
+    #[serde(default)]
+    pub qcn: Option<QcnPointSpec>,
 }
 
 /// A cyclic gate control list (802.1Qbv).
@@ -162,6 +170,9 @@ pub struct StreamSpec {
     /// Sequence / individual recovery functions, applied in this order at their nodes.
     #[serde(default)]
     pub recovery: Vec<RecoverySpec>,
+    /// QCN reaction point: the stream's rate follows congestion notifications.
+    #[serde(default)]
+    pub qcn: Option<QcnReactionSpec>,
 }
 
 /// One hop of a route tree.
@@ -308,6 +319,17 @@ impl Spec {
                 }
             }
             check_loss(name, &port.loss)?;
+            if let Some(pause) = &port.pause {
+                check_pause(name, pause, &self.ports, port)?;
+            }
+            if let Some(cp) = &port.qcn {
+                if cp.qeq == 0 || !(0.0..=64.0).contains(&cp.w) {
+                    return Err(format!(
+                        "port {name}: qcn qeq {} bytes, w {} are out of range (qeq >= 1, 0 <= w <= 64)",
+                        cp.qeq, cp.w
+                    ));
+                }
+            }
         }
         for stream in &self.streams {
             check_stream(stream, nodes, ports, &self.ports)?;
@@ -351,6 +373,51 @@ fn check_loss(name: &str, loss: &LossSpec) -> Result<(), String> {
             check_probability(&owner, "loss_bad", loss_bad)
         }
     }
+}
+
+fn check_pause(
+    name: &str,
+    pause: &PauseSpec,
+    ports: &[PortSpec],
+    port: &PortSpec,
+) -> Result<(), String> {
+    let reverse = ports.get(pause.reverse as usize);
+    if reverse.map(|r| (r.from, r.to)) != Some((port.to, port.from)) {
+        return Err(format!(
+            "port {name}: pause reverse port {} is not the other direction of the link",
+            pause.reverse
+        ));
+    }
+    if pause.quanta == 0 || pause.xon >= pause.xoff {
+        return Err(format!(
+            "port {name}: pause quanta {} (1..=65535), xon {} below xoff {} bytes required",
+            pause.quanta, pause.xon, pause.xoff
+        ));
+    }
+    Ok(())
+}
+
+fn check_reaction(name: &str, rp: &QcnReactionSpec, rate: BitsPerSec) -> Result<(), String> {
+    // Gd times the largest quantised feedback must stay at most 1/2 (at most halving).
+    let max_gd = 0.5 / f64::from(crate::qcn::MAX_QUANTISED_FB);
+    if !(rp.gd > 0.0 && rp.gd <= max_gd) {
+        return Err(format!(
+            "stream {name}: qcn gd {} is out of range (0 < gd <= 1/126)",
+            rp.gd
+        ));
+    }
+    if rp.byte_counter == 0 || rp.timer.0 == 0 {
+        return Err(format!(
+            "stream {name}: qcn byte_counter and timer must be > 0"
+        ));
+    }
+    if rp.min_rate.0 == 0 || rp.min_rate > rate {
+        return Err(format!(
+            "stream {name}: qcn min_rate {} bit/s is out of range (1..={} bit/s, the stream rate)",
+            rp.min_rate.0, rate.0
+        ));
+    }
+    Ok(())
 }
 
 fn check_stream(
@@ -440,6 +507,9 @@ fn check_stream(
                 r.node
             ));
         }
+    }
+    if let Some(rp) = &stream.qcn {
+        check_reaction(name, rp, stream.rate)?;
     }
     if stream.generation.is_some_and(|g| g >= nodes) {
         return Err(format!(
