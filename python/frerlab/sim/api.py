@@ -7,6 +7,7 @@
     result.series         # per stream and interval: sent, received, lost, throughput_bps, ...
     result.port_series    # per port and interval: queue_max_bytes, queue_mean_bytes (all classes)
     result.ports, result.nodes, result.frer, result.trace
+    result.pause, result.qcn_ports, result.qcn_streams, result.qcn_series   # congestion control
     sim.sweep(scenario, {"streams.video.rate": ["100Mbps", "200Mbps"]})
 
 A scenario may be given as a path, a dict or a `Scenario`; `overrides` set fields by dotted
@@ -31,7 +32,8 @@ from frerlab.files import write_atomic
 from frerlab.sim.cost import Cost, estimate, require_affordable
 from frerlab.sim.scenario import Scenario, compile_spec, parse_scenario, read_data
 
-TABLES = ("streams", "series", "ports", "port_series", "nodes", "frer", "trace")
+TABLES = ("streams", "series", "ports", "port_series", "nodes", "frer", "pause", "qcn_ports", "qcn_streams",
+          "qcn_series", "trace")
 
 
 @dataclass
@@ -76,6 +78,30 @@ class SimResult:
     def frer(self) -> pd.DataFrame:
         """Counters of every sequence recovery function."""
         return self.tables["frer"]
+
+    @property
+    def pause(self) -> pd.DataFrame:
+        """One row per link direction running IEEE 802.3x PAUSE (`port`, paused sender `node`,
+        receiving `peer`): xoff_frames, xon_frames, pause_bytes (64 B each, on the reverse
+        direction), paused_s, ingress_peak_bytes (the receiver's count for that link)."""
+        return self.tables["pause"]
+
+    @property
+    def qcn_ports(self) -> pd.DataFrame:
+        """One row per QCN congestion point: arrived_bytes (of QCN streams), samples,
+        notifications, notification_bytes (64 B each)."""
+        return self.tables["qcn_ports"]
+
+    @property
+    def qcn_streams(self) -> pd.DataFrame:
+        """One row per QCN stream: notifications received, final_rate_bps."""
+        return self.tables["qcn_streams"]
+
+    @property
+    def qcn_series(self) -> pd.DataFrame:
+        """One row per QCN stream and interval: rate_mean_bps (time-weighted) and rate_max_bps
+        of its rate limiter, in the stream's rate layer (L1 or L2)."""
+        return self.tables["qcn_series"]
 
     @property
     def trace(self) -> pd.DataFrame:

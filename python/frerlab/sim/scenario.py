@@ -6,6 +6,11 @@ Names are used everywhere in the file (links are named, paths are lists of link 
 functions sit on named nodes), units are strings ("1Gbps", "10ms", "160KiB"). FRER settings
 use the IEEE 802.1CB YANG names (sequence_generation, sequence_recovery, algorithm,
 history_length, reset_timeout, individual_recovery, take_no_sequence).
+
+Congestion control: `pause` (IEEE 802.3x) on a link or a node, a QCN congestion point
+(IEEE 802.1Qau) as a link's `egress.qcn`, a QCN reaction point as a stream's `qcn`. Their
+defaults are set here and nowhere else (the Rust spec requires every field), each with its
+source; docs/congestion.md discusses them.
 """
 
 from __future__ import annotations
@@ -38,6 +43,30 @@ MAX_GATE_ENTRIES = 1024
 MAX_INTERVALS = 10**6
 FrameBytes = Field(ge=MIN_FRAME_BYTES, le=MAX_FRAME_BYTES)
 
+# IEEE 802.3 Annex 31B: the pause_time field is 16 bits of 512-bit-time quanta.
+MAX_PAUSE_QUANTA = 65535
+# 802.3 leaves the thresholds to implementations: frerlab's defaults, 20 and 10 frames of 1500 B.
+PAUSE_XOFF_BYTES = 30_000
+PAUSE_XON_BYTES = 15_000
+# IEEE 802.1Qau / Alizadeh et al. 2008, as in ../shared/notes/simulation.md: Qeq 26,000 B, w 2.
+QCN_QEQ_BYTES = 26_000
+QCN_W = 2.0
+# Randomisation of the CP's sampling interval (+-15 %), after the QCN pseudo-code's; frerlab's
+# choice where the sources at hand do not fix it (docs/congestion.md).
+QCN_SAMPLE_JITTER = 0.15
+# Reaction point (notes/simulation.md: 802.1Qau and Alizadeh et al. 2008): Gd 1/128, byte
+# counter 150 KB, timer 15 ms (sources disagree on the timer: docs/congestion.md), 5 cycles
+# of fast recovery, R_AI 5 Mbit/s, R_HAI 50 Mbit/s, minimum rate 5 Mbit/s.
+QCN_GD = 1 / 128
+QCN_BYTE_COUNTER = 150_000
+QCN_TIMER_PS = 15 * 10**9
+QCN_FAST_RECOVERY = 5
+QCN_ACTIVE_INCREASE = 5_000_000
+QCN_HYPER_INCREASE = 50_000_000
+QCN_MIN_RATE = 5_000_000
+# Gd x 63 (the largest 6-bit feedback) must not exceed 1/2: a notification at most halves.
+QCN_MAX_GD = 0.5 / 63
+
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=False)
@@ -50,12 +79,30 @@ class Buffer(_Model):
     cell: Size = Field(1, ge=1, description="allocation unit: a frame takes whole cells")
 
 
+class Pause(_Model):
+    """IEEE 802.3x PAUSE: the receiving node counts the buffer bytes of the frames that came
+    over the link and still wait in its egress queues; above `xoff` it sends PAUSE (`quanta`
+    x 512 bit times) to the sender, at or below `xon` it sends XON (pause time 0)."""
+
+    xoff: Size = Field(PAUSE_XOFF_BYTES, ge=1, description="bytes above which PAUSE is sent")
+    xon: Size = Field(PAUSE_XON_BYTES, ge=0, description="bytes at or below which XON is sent")
+    quanta: int = Field(MAX_PAUSE_QUANTA, ge=1, le=MAX_PAUSE_QUANTA, description="pause time, 512 bit times each")
+
+    @model_validator(mode="after")
+    def _xon_below_xoff(self) -> Pause:
+        if self.xon >= self.xoff:
+            raise ValueError(f"pause xon {self.xon} bytes is out of range (0..{self.xoff - 1}, below xoff)")
+        return self
+
+
 class Node(_Model):
-    """A host (talker/listener) or a switch."""
+    """A host (talker/listener) or a switch. `pause`: the node sends PAUSE on every link into it
+    (a link's own `pause` takes precedence for its direction into this node)."""
 
     kind: Literal["host", "switch"]
     processing_delay: Annotated[Time, at_most(MAX_DELAY_PS)] = 0
     buffer: Buffer = Buffer()
+    pause: Pause | None = None
 
 
 class GateEntry(_Model):
@@ -79,12 +126,23 @@ class Gates(_Model):
         return self
 
 
+class QcnPoint(_Model):
+    """A QCN congestion point (IEEE 802.1Qau) on each traffic-class queue of the port: samples
+    frames of QCN streams, Fb = -(Qoff + w Qdelta), negative feedback to their talkers."""
+
+    qeq: Size = Field(QCN_QEQ_BYTES, ge=1, description="equilibrium queue length Qeq, bytes")
+    w: float = Field(QCN_W, ge=0, le=64, description="weight of the queue growth Qdelta")
+    jitter: float = Field(QCN_SAMPLE_JITTER, ge=0, lt=1, description="sampling interval drawn within +-jitter")
+
+
 class Egress(_Model):
-    """Egress queues of a port: limits in bytes, credit-based shapers, gate control list."""
+    """Egress queues of a port: limits in bytes, credit-based shapers, gate control list, QCN
+    congestion point."""
 
     queue_limit: Size | dict[int, Size] | None = None
     cbs: dict[int, Rate] = Field(default_factory=dict, description="idleSlope per traffic class")
     gates: Gates | None = None
+    qcn: QcnPoint | None = None
 
     @model_validator(mode="after")
     def _classes_exist(self) -> Egress:
@@ -145,6 +203,7 @@ class Link(_Model):
     egress: Egress = Egress()
     failures: list[Failure] = Field(default_factory=list)
     loss: Annotated[Bernoulli | GilbertElliott, Field(discriminator="model")] | None = None
+    pause: Pause | None = Field(None, description="IEEE 802.3x PAUSE in both directions")
 
     @model_validator(mode="after")
     def _slopes_within_rate(self) -> Link:
@@ -222,6 +281,20 @@ class Frer(_Model):
     sequence_recovery: list[Recovery] = Field(default_factory=list)
 
 
+class QcnReaction(_Model):
+    """A QCN reaction point (IEEE 802.1Qau): the talker's rate limiter follows the congestion
+    points' notifications (decrease by Gd |Fb|, fast recovery, active and hyper-active
+    increase by byte counter and timer)."""
+
+    gd: float = Field(QCN_GD, gt=0, le=QCN_MAX_GD, description="decrease gain Gd (at most 1/126: at most halving)")
+    byte_counter: Size = Field(QCN_BYTE_COUNTER, ge=1, description="bytes per byte-counter cycle")
+    timer: Annotated[Time, at_most(MAX_DELAY_PS)] = Field(QCN_TIMER_PS, gt=0, description="length of a timer cycle")
+    fast_recovery: int = Field(QCN_FAST_RECOVERY, ge=0, le=1000, description="cycles of fast recovery")
+    active_increase: Rate = Field(QCN_ACTIVE_INCREASE, gt=0, description="R_AI")
+    hyper_increase: Rate = Field(QCN_HYPER_INCREASE, gt=0, description="R_HAI")
+    min_rate: Rate = Field(QCN_MIN_RATE, gt=0, description="lowest rate a notification sets")
+
+
 class Stream(_Model):
     """Traffic from a talker to a listener over one or more paths."""
 
@@ -237,6 +310,14 @@ class Stream(_Model):
     count: int | None = Field(None, ge=1, le=MAX_COUNT)
     paths: list[list[str]] = Field(min_length=1)
     frer: Frer | None = None
+    qcn: QcnReaction | None = Field(None, description="QCN reaction point: the rate follows notifications")
+
+    @model_validator(mode="after")
+    def _min_rate_within_rate(self) -> Stream:
+        if self.qcn is not None and self.qcn.min_rate > self.rate:
+            raise ValueError(f"qcn.min_rate {self.qcn.min_rate} bit/s is out of range "
+                             f"(1..={self.rate} bit/s, the stream rate)")
+        return self
 
 
 class Scenario(_Model):
@@ -293,6 +374,9 @@ def compile_spec(sc: Scenario) -> dict[str, Any]:
     for link in sc.links:
         for src, dst in ((link.a, link.b), (link.b, link.a)):
             port_index[(link.name, src)] = len(ports)
+            # The reverse direction is the other port of the same link: the next or the last one.
+            reverse = len(ports) + (1 if src == link.a else -1)
+            pause = link.pause or sc.nodes[dst].pause
             ports.append({
                 "name": f"{link.name}:{src}->{dst}",
                 "from": node_index[src], "to": node_index[dst], "rate": link.rate,
@@ -305,6 +389,8 @@ def compile_spec(sc: Scenario) -> dict[str, Any]:
                 },
                 "failures": [[f.down, f.up] for f in link.failures],
                 "loss": {"model": "none"} if link.loss is None else link.loss.model_dump(),
+                "pause": None if pause is None else {"reverse": reverse, **pause.model_dump()},
+                "qcn": None if link.egress.qcn is None else link.egress.qcn.model_dump(),
             })
     streams = [_compile_stream(s, node_index, links, port_index) for s in sc.streams]
     names = [s.name for s in sc.streams]
@@ -365,6 +451,8 @@ def _compile_stream(s: Stream, node_index: dict, links: dict, port_index: dict) 
         spec["generation"] = node_index[gen]
         spec["rtag_bytes"] = s.frer.rtag_bytes
         spec["recovery"] = [_compile_recovery(s.name, r, node_index, links, port_index) for r in s.frer.sequence_recovery]
+    if s.qcn is not None:
+        spec["qcn"] = s.qcn.model_dump()
     return spec
 
 
