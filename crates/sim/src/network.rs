@@ -7,7 +7,7 @@
 //! an arena and events carry indices, so the hot loop allocates nothing per frame.
 //!
 //! Congestion control runs here on the state machines of `pause` and `qcn`. PAUSE: a queued
-//! frame remembers the link direction it arrived over when that direction runs PAUSE, so the
+//! packet remembers the link direction it arrived over when that direction runs PAUSE, so the
 //! receiver's count per ingress rises when it is queued and falls when it starts on its egress
 //! wire (or is dropped as unsendable); a PAUSE frame takes the reverse wire's time and acts at
 //! the sender after the propagation delay (`Event::Pause`). QCN: a port's congestion point
@@ -65,6 +65,8 @@ struct Packet {
     created: SimTime,
     bytes: u32,
     rtag: Option<SeqNum>,
+    /// While queued: the PAUSE link direction it arrived over (`NO_PORT`: none).
+    ingress: u32,
 }
 
 struct Node {
@@ -102,7 +104,8 @@ struct Stream {
     recovery: Vec<Recovery>,
     created: u64,
     metrics: StreamMetrics,
-    qcn: Option<StreamQcn>,
+    /// Boxed: most streams have none, and the hot fields stay together.
+    qcn: Option<Box<StreamQcn>>,
 }
 
 /// A stream's QCN reaction point, its rate over time, and the time a notification takes from
@@ -128,6 +131,8 @@ pub struct Simulation {
     duration: SimTime,
     /// Time of the last event other than a port's wake-up: the end of the run.
     end: SimTime,
+    /// Whether any link direction runs PAUSE (else enqueueing skips its ingress accounting).
+    any_pause: bool,
     wall_seconds: f64,
 }
 
@@ -200,11 +205,11 @@ impl Simulation {
             let qcn = s.qcn.as_ref().map(|rp| {
                 let mut rates = QueueSeries::new(spec.interval);
                 rates.add(SimTime::ZERO, s.rate.0);
-                StreamQcn {
+                Box::new(StreamQcn {
                     rp: ReactionPoint::new(rp, s.rate),
                     rates,
                     notify_delay: notify_delays(s, spec, &ports),
-                }
+                })
             });
             let source = Source::new(s, spec.duration, Rng::new(spec.seed, i as u64));
             if let Some(t) = source.first_departure() {
@@ -238,6 +243,7 @@ impl Simulation {
             interval: spec.interval,
             duration: spec.duration,
             end: SimTime::ZERO,
+            any_pause: spec.ports.iter().any(|p| p.pause.is_some()),
             wall_seconds: 0.0,
         })
     }
@@ -321,6 +327,7 @@ impl Simulation {
             created: now,
             bytes,
             rtag: None,
+            ingress: NO_PORT,
         });
         if self.run_frer_functions(packet, talker, None, now) {
             self.forward(packet, start, len, NO_PORT, now);
@@ -433,11 +440,6 @@ impl Simulation {
         let packet = self.packets[packet_id as usize];
         let stream = &self.streams[packet.stream as usize];
         let class = stream.class;
-        let paused_ingress = if ingress != NO_PORT && self.ports[ingress as usize].pause.is_some() {
-            ingress
-        } else {
-            NO_PORT
-        };
         let port = &mut self.ports[port_id as usize];
         if let (Some(cp), Some(qcn)) = (port.qcn.as_mut(), stream.qcn.as_ref()) {
             let q = port.queued_bytes[usize::from(class)];
@@ -475,22 +477,41 @@ impl Simulation {
                 packet: packet_id,
                 bytes: packet.bytes,
                 buffer: buffer as u32,
-                ingress: paused_ingress,
             },
             now,
         );
-        if paused_ingress != NO_PORT {
-            let pause = self.ports[paused_ingress as usize].pause.as_mut();
-            let action = pause.expect("PAUSE port").on_queued(buffer, now);
-            self.send_pause(paused_ingress, action, now);
+        if self.any_pause {
+            self.count_ingress(packet_id, ingress, buffer, now);
         }
         self.serve(port_id, now);
     }
 
-    /// A frame that arrived over the PAUSE link direction `ingress` left its queue at `now`.
-    fn left_queue(&mut self, ingress: u32, buffer: u32, now: SimTime) {
+    /// A packet that arrived over `ingress` was queued taking `buffer` bytes: the receiver's
+    /// count of that link direction rises when it runs PAUSE, and the packet remembers it.
+    fn count_ingress(&mut self, packet_id: u32, ingress: u32, buffer: u64, now: SimTime) {
+        let pause = (ingress != NO_PORT)
+            .then(|| self.ports[ingress as usize].pause.as_mut())
+            .flatten();
+        let Some(pause) = pause else {
+            self.packets[packet_id as usize].ingress = NO_PORT;
+            return;
+        };
+        let action = pause.on_queued(buffer, now);
+        self.packets[packet_id as usize].ingress = ingress;
+        self.send_pause(ingress, action, now);
+    }
+
+    /// A queued frame left its queue at `now` (started or dropped): when it counts for a PAUSE
+    /// link direction, the count falls.
+    fn left_queue(&mut self, frame: Queued, now: SimTime) {
+        let ingress = self.packets[frame.packet as usize].ingress;
+        if ingress == NO_PORT {
+            return;
+        }
         let pause = self.ports[ingress as usize].pause.as_mut();
-        let action = pause.expect("PAUSE port").on_left(u64::from(buffer), now);
+        let action = pause
+            .expect("PAUSE port")
+            .on_left(u64::from(frame.buffer), now);
         self.send_pause(ingress, action, now);
     }
 
@@ -561,8 +582,8 @@ impl Simulation {
         while let Some((class, frame)) = self.unsendable.pop() {
             self.nodes[self.ports[port_id as usize].from as usize].buffer_used -=
                 u64::from(frame.buffer);
-            if frame.ingress != NO_PORT {
-                self.left_queue(frame.ingress, frame.buffer, now);
+            if self.any_pause {
+                self.left_queue(frame, now);
             }
             self.drop_packet(port_id, class, frame.packet, DropReason::GateTooShort, now);
         }
@@ -571,9 +592,7 @@ impl Simulation {
         let wake = match selection {
             Selection::Start(class) => {
                 let (frame, end) = port.start(class, now);
-                if frame.ingress != NO_PORT {
-                    left = Some(frame);
-                }
+                left = Some(frame);
                 self.nodes[port.from as usize].buffer_used -= u64::from(frame.buffer);
                 let lost = port.link_drop(now);
                 let arrival = end
@@ -610,8 +629,8 @@ impl Simulation {
                 self.scheduler.at(t, Event::Wake(port_id));
             }
         }
-        if let Some(frame) = left {
-            self.left_queue(frame.ingress, frame.buffer, now);
+        if let (true, Some(frame)) = (self.any_pause, left) {
+            self.left_queue(frame, now);
         }
     }
 

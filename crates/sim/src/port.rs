@@ -57,8 +57,6 @@ pub struct Queued {
     pub bytes: u32,
     /// Buffer bytes it occupies (whole cells).
     pub buffer: u32,
-    /// The port it arrived over when that link direction runs PAUSE (`NO_PORT` otherwise).
-    pub ingress: u32,
 }
 
 /// No port: a frame from its talker, or from a link direction without PAUSE.
@@ -142,12 +140,13 @@ pub struct Port {
     pub counters: [ClassCounters; TRAFFIC_CLASSES],
     /// Buffer bytes queued over all classes, per interval of the scenario.
     pub occupancy: QueueSeries,
-    /// PAUSE on this link direction (the far node pauses this port).
-    pub pause: Option<Pause>,
+    /// PAUSE on this link direction (the far node pauses this port); boxed, as `qcn`, to keep
+    /// the port's hot fields together.
+    pub pause: Option<Box<Pause>>,
     /// No frame starts before this time (a PAUSE received).
     pub paused_until: SimTime,
     /// The QCN congestion point of this port's queues.
-    pub qcn: Option<CongestionPoint>,
+    pub qcn: Option<Box<CongestionPoint>>,
 }
 
 impl Port {
@@ -158,7 +157,7 @@ impl Port {
         let qcn = spec
             .qcn
             .as_ref()
-            .map(|cp| CongestionPoint::new(cp, Rng::new(rng.next_u64(), 0)));
+            .map(|cp| Box::new(CongestionPoint::new(cp, Rng::new(rng.next_u64(), 0))));
         let loss = match spec.loss {
             LossSpec::None => LinkLoss::None,
             LossSpec::Bernoulli { p } => LinkLoss::Bernoulli { p },
@@ -198,7 +197,7 @@ impl Port {
             wakeup: None,
             counters: [ClassCounters::default(); TRAFFIC_CLASSES],
             occupancy: QueueSeries::new(interval),
-            pause: spec.pause.as_ref().map(Pause::new),
+            pause: spec.pause.as_ref().map(|p| Box::new(Pause::new(p))),
             paused_until: SimTime::ZERO,
             qcn,
         }
