@@ -6,7 +6,9 @@ Three measurements in one run:
 2. large: a fabric of 32 talker/listener pairs with FRER over 4 switches, Poisson traffic of
    mixed frame sizes - events/s of the engine with a big event list;
 3. the same single-queue model (M/M/1: Poisson arrivals, exponential sizes, one FIFO server at
-   rho = 0.8) in frerlab's engine and in SimPy - frames per wall second and the ratio.
+   rho = 0.8) in frerlab's engine and in SimPy - frames per wall second and the ratio;
+4. congestion control: 4 QCN talkers at 10 Gbit/s into one 10 Gbit/s egress with its
+   congestion point, PAUSE on every link, 200 simulated ms - events/s with both models busy.
 
 Each measurement is repeated (--repeat, default 3) and the fastest run is kept, for both
 engines alike: the machines are shared, and the fastest run is the one least disturbed.
@@ -82,6 +84,18 @@ def mm1_scenario(frames: int) -> dict:
     }
 
 
+def congestion_scenario(talkers: int = 4) -> dict:
+    """`talkers` QCN sources at 10 Gbit/s (L1) into one 10 Gbit/s egress, PAUSE on every link."""
+    nodes = {f"h{i}": {"kind": "host"} for i in range(talkers)} | {"sw": {"kind": "switch"}, "dst": {"kind": "host"}}
+    links = [{"name": f"up{i}", "a": f"h{i}", "b": "sw", "rate": "10Gbps", "delay": "1us", "pause": {}}
+             for i in range(talkers)]
+    links.append({"name": "down", "a": "sw", "b": "dst", "rate": "10Gbps", "delay": "1us", "egress": {"qcn": {}}})
+    streams = [{"name": f"s{i}", "talker": f"h{i}", "listener": "dst", "frame_size": 1500, "rate": "10Gbps",
+                "rate_layer": "l1", "paths": [[f"up{i}", "down"]], "qcn": {}} for i in range(talkers)]
+    return {"name": "bench-congestion", "duration": "200ms", "interval": "1ms", "nodes": nodes, "links": links,
+            "streams": streams}
+
+
 def simpy_mm1(frames: int, seed: int = 1) -> tuple[float, float, int]:
     """The same M/M/1 in SimPy: returns (wall seconds, mean sojourn in us, events processed)."""
     rng = random.Random(seed)
@@ -129,6 +143,7 @@ def main() -> int:
     line = fastest(line_rate_scenario())
     fabric = fastest(fabric_scenario())
     ours = fastest(mm1_scenario(args.frames))
+    congestion = fastest(congestion_scenario())
     simpy_wall, simpy_sojourn, simpy_events = min(simpy_mm1(args.simpy_frames) for _ in range(args.repeat))
 
     ours_fps = args.frames / ours.run_info["wall_seconds"]
@@ -144,6 +159,8 @@ def main() -> int:
                       "events_per_second": simpy_events / simpy_wall, "frames_per_second": simpy_fps,
                       "mean_sojourn_us": simpy_sojourn},
         "speedup_vs_simpy_frames_per_second": ours_fps / simpy_fps,
+        "congestion": {**congestion.run_info, "notifications": int(congestion.qcn_ports["notifications"].sum()),
+                       "pause_frames": int(congestion.pause[["xoff_frames", "xon_frames"]].sum().sum())},
     }
     lr, fb = figures["line_rate"], figures["fabric"]
     print(f"line rate 64 B dual-path FRER, 1 simulated s: {lr['wall_seconds']:.3f} s wall, "
@@ -155,6 +172,10 @@ def main() -> int:
           f"{figures['mm1_frerlab']['mean_sojourn_us']:.1f} us); SimPy {simpy_fps / 1e3:.1f} k frames/s "
           f"({figures['mm1_simpy']['events_per_second'] / 1e3:.0f} k events/s, W = {simpy_sojourn:.1f} us)")
     print(f"ratio frerlab / SimPy (frames per wall second, same model): {figures['speedup_vs_simpy_frames_per_second']:.0f}x")
+    cg = figures["congestion"]
+    print(f"congestion (4 QCN talkers, PAUSE on, 200 simulated ms): {cg['events'] / 1e6:.1f} M events in "
+          f"{cg['wall_seconds']:.3f} s = {cg['events_per_second'] / 1e6:.1f} M events/s, "
+          f"{cg['notifications']} QCN notifications, {cg['pause_frames']} PAUSE frames")
     met = lr["wall_seconds"] < 1.0 and fb["events_per_second"] >= 10e6 and figures["speedup_vs_simpy_frames_per_second"] >= 50
     print(f"targets (line-rate second < 1 s wall, >= 10 M events/s on the fabric, >= 50x SimPy): {'met' if met else 'NOT met'}")
     if args.json:
