@@ -60,7 +60,7 @@ def test_qcn_brings_two_sources_near_the_fair_share_with_the_queue_at_qeq(tmp_pa
     assert 13_000 < queue.mean() < 52_000
     cp = result.qcn_ports.iloc[0]
     assert cp["notifications"] == result.qcn_streams["notifications"].sum() > 0
-    assert cp["notification_bytes"] == 64 * cp["notifications"]
+    assert cp["notification_bytes"] == 64 * cp["notifications"] == result.qcn_streams["notification_bytes"].sum()
     result.save(tmp_path)
     assert {"qcn_series.csv", "qcn_ports.csv", "qcn_streams.csv"} <= {p.name for p in tmp_path.iterdir()}
 

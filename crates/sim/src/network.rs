@@ -645,6 +645,7 @@ impl Simulation {
                 report.qcn_streams.push(QcnStreamRow {
                     stream: stream.name.clone(),
                     notifications: qcn.rp.notifications,
+                    notification_bytes: qcn.rp.notifications * u64::from(CONTROL_FRAME_BYTES),
                     final_rate_bps: stream.source.rate.0,
                 });
                 for (i, row) in qcn.rates.finish(end).iter().enumerate() {

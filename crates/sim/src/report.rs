@@ -238,6 +238,8 @@ pub struct QcnStreamRow {
     pub stream: String,
     /// Notifications received.
     pub notifications: u64,
+    /// Bytes of those notifications (64 each).
+    pub notification_bytes: u64,
     /// Sending rate at the end of the run, in bit/s.
     pub final_rate_bps: u64,
 }

@@ -94,7 +94,8 @@ class SimResult:
 
     @property
     def qcn_streams(self) -> pd.DataFrame:
-        """One row per QCN stream: notifications received, final_rate_bps."""
+        """One row per QCN stream: notifications received, notification_bytes (64 B each),
+        final_rate_bps."""
         return self.tables["qcn_streams"]
 
     @property
