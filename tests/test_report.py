@@ -74,6 +74,20 @@ def test_each_kind_of_results_gives_its_figures_and_images(results, tmp_path):
     assert any(i.startswith("search-") for i in ids) and any(i.startswith("sweep-") for i in ids)
 
 
+def test_a_qcn_run_shows_each_reaction_points_rate(tmp_path):
+    from test_sim_congestion import incast
+    scenario = incast(2, "20ms")
+    scenario["links"][-1]["egress"]["qcn"] = {}
+    for stream in scenario["streams"]:
+        stream["qcn"] = {}
+    sim.run(scenario).save(tmp_path / "qcn")
+    drawn = {f.id: f for f in write_report([tmp_path / "qcn"], tmp_path / "r.html")}
+    rates = drawn["sim-qcn-qcn"]
+    table = pd.read_csv(tmp_path / "qcn" / "qcn_series.csv")
+    assert rates.series == ["s0", "s1"] and len(rates.points) == len(table)
+    assert [p["y"] for p in rates.points] == pytest.approx(list(table["rate_mean_bps"] / 1e6))
+
+
 def test_the_throughput_figure_draws_l1_and_l2_line_rates_and_the_summary_means(tmp_path):
     drawn = {f.id: f for f in write_report([QUICK], tmp_path / "r.html")}
     figure = drawn["throughput-vs-frame-size"]
