@@ -331,7 +331,7 @@ def test_testbed_capture_agrees_with_the_counters_and_the_receiver(frer_bed, tmp
     tb = frer_bed
     before = tb.status()
     capture = subprocess.Popen([*CLI, "capture", "--testbed", tb.name, "-o", str(caps)],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         assert "capturing" in capture.stderr.readline()
 
@@ -348,7 +348,9 @@ def test_testbed_capture_agrees_with_the_counters_and_the_receiver(frer_bed, tmp
         reports = stream_across(tb.prefix("talker"), tb.prefix("listener"), plan.LISTENER_IP,
                                 ["--rate-fps", "2000", "--frame-size", "256", "--duration", "2.5"],
                                 tmp_path, port=failover.PORT, during=impair, timeout_s=60)
-        capture.send_signal(signal.SIGINT)  # frerlab only: it stops its tcpdumps itself
+        after_stream = tb.status()  # the counters count the stream alone
+        tb.run("talker", "ping", "-c", "2", "-i", "0.2", plan.LISTENER_IP)  # replies: the other direction
+        os.killpg(capture.pid, signal.SIGINT)  # as a terminal's Ctrl-C: to frerlab's whole process group
         out, err = capture.communicate(timeout=30)
     finally:
         if capture.poll() is None:
@@ -360,13 +362,15 @@ def test_testbed_capture_agrees_with_the_counters_and_the_receiver(frer_bed, tmp
             tb.impair(path, clear=True)
     assert capture.returncode == 0, err
     assert tcpdumps(caps) == [], "every tcpdump stopped"
-    counters = {"before": before, "after": tb.status()}
+    counters = {"before": before, "after": after_stream}
     manifest = json.loads((caps / "capture.json").read_text())
     assert manifest["complete"] and manifest["stopped_by"] == "Ctrl-C"
     done = subprocess.run([*CLI, "verify", str(caps), "--json"], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr
     report = json.loads(done.stdout)
     (st,) = [s for s in report["streams"] if s["flow"]["dst_port"] == failover.PORT]
+    (ping,) = [s for s in report["streams"] if s["flow"]["proto"] == 1]  # R-tagged on the paths
+    assert all(ping["points"][p]["rtag_frames"] == 2 for p in ("path_a", "path_b"))
     pts = st["points"]
     sender, stream = reports.sender, reports.stream()
     settings = counters["after"]["settings"]

@@ -373,7 +373,7 @@ def verify(points: Sequence[Point], key: Sequence[str] = KEY, paths: Sequence[st
             s = streams[k] = {"fields": {f: _shown(f, v) for f, v in zip(key, k)},
                               "points": [_PointStream(window) for _ in points], "match": {}, "order": deque(),
                               "pairs": {}, "skew": Histogram(), "numbered": False,
-                              "not_delivered": 0, "not_delivered_seqs": []}
+                              "not_delivered": {"p": 0, "r": 0}, "not_delivered_seqs": []}
         ps = s["points"][i]
         ps.frames += 1
         if ps.first_ns is None:
@@ -436,10 +436,13 @@ def verify(points: Sequence[Point], key: Sequence[str] = KEY, paths: Sequence[st
         if after_idx is not None and names[after_idx] in per_point:
             row = per_point[names[after_idx]]
             dups = row.get("duplicates", 0)
+            # a frame known by its R-TAG alone cannot be found where the tag is gone
+            kinds = ("p", "r") if row["rtag_frames"] else ("p",)
             elimination = {"point": names[after_idx], "numbering": row["numbering"], "duplicates": dups,
                            "exactly_one_copy": row["numbering"] is not None and dups == 0,
-                           "lost": row.get("missing", 0), "not_delivered": s["not_delivered"],
-                           "not_delivered_seqs": s["not_delivered_seqs"]}
+                           "lost": row.get("missing", 0), "not_delivered": sum(s["not_delivered"][k] for k in kinds),
+                           "not_delivered_seqs": [n for n in s["not_delivered_seqs"]
+                                                  if "rtag" not in n or "r" in kinds]}
             if dups:
                 problems.append(f"{names[after_idx]}: stream {sid} ({flow}): {dups} sequence numbers seen again "
                                 "after elimination (exactly one copy each expected)")
@@ -497,7 +500,7 @@ def _forget(s: dict, number: tuple, seen: list, path_idx: list[int], after_idx: 
     """A sequence number leaves the comparison table: one that reached a path point but not
     the point after elimination counts as not delivered."""
     if after_idx is not None and path_idx and seen[after_idx] is None and any(seen[j] is not None for j in path_idx):
-        s["not_delivered"] += 1
+        s["not_delivered"][number[0]] += 1
         if len(s["not_delivered_seqs"]) < MAX_LISTED:
             s["not_delivered_seqs"].append({"probe" if number[0] == "p" else "rtag": number[1]})
 

@@ -139,13 +139,6 @@ def capturing(tb_name: str, out_dir: Path, own_group: bool = False) -> Iterator[
         yield captured
 
 
-def complete(captured: dict) -> bool:
-    """Whether every tcpdump of `captured` (from `capturing`) wrote every frame its socket took
-    (captured = received by filter) and the kernel dropped none."""
-    return all(c["tcpdump"]["dropped_by_kernel"] == 0 and c["tcpdump"]["captured"] is not None
-               and c["tcpdump"]["captured"] == c["tcpdump"]["received_by_filter"] for c in captured.values())
-
-
 def data_seq(frame: bytes, port: int) -> int | None:
     """The probe sequence number of a data frame of the stream (see the module's "What
     counts"), else None."""
@@ -220,7 +213,8 @@ def derive(out_dir: Path, captured: dict, happened: list[dict], port: int, setti
                        "in ms from t = 0",
         "series": series,
         "captures": {name: {**c, "data_frames": len(times[name])} for name, c in captured.items()},
-        "complete": complete(captured),
+        "complete": all(c["tcpdump"]["dropped_by_kernel"] == 0 and c["tcpdump"]["captured"] is not None
+                        and c["tcpdump"]["captured"] == c["tcpdump"]["received_by_filter"] for c in captured.values()),
     }
     write_atomic(out_dir / "timeline.json", json.dumps(timeline))
     return timeline
