@@ -288,6 +288,8 @@ def points_from(captures: Sequence[str | Path]) -> tuple[list[Point], dict]:
     if twice:
         raise UsageError(f"two captures are named {twice[0]!r}: give files with different names")
     for p in points:
+        if not p.file.is_file():
+            raise UsageError(f"capture {str(p.file)!r} of point {p.name!r} does not exist")
         try:
             capture_format(p.file)
         except ValueError as err:
