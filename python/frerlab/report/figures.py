@@ -210,10 +210,15 @@ def _tsn_limit(sources: list[Source]) -> Verdict:
     return Verdict()
 
 
+def _percentile(group: dict, p: str) -> dict | None:
+    """A latency group's statistics of percentile `p` ("99.9" is the metric p99_9_us)."""
+    return group["metrics"].get(f"p{p}_us".replace(".", "_"))
+
+
 def latency_vs_frame_size(sources: list[Source], label) -> Figure | None:
     groups = _latency_groups(sources)
     points = [_point(label(s, f"{_latency_name(g)} P{p}"), g["params"]["frame_size"],
-                     g["metrics"].get(f"p{p}_us".replace(".", "_")))
+                     _percentile(g, p))
               for s, g in groups for p in FRAME_SIZE_PERCENTILES]
     verdict = _tsn_limit(sources)
     caption = ("Latency percentiles per frame size, mean over valid repetitions with its 95 % interval; sockperf "
@@ -229,7 +234,7 @@ def latency_percentiles(sources: list[Source], label) -> Figure | None:
     """HDR-style: latency against the percentile, on a 1 / (1 - p) axis so the tail spreads out."""
     groups = _latency_groups(sources)
     points = [_point(label(s, f"{_latency_name(g)}, {g['params']['frame_size']} B"), 1 / (1 - float(p) / 100),
-                     g["metrics"].get(f"p{p}_us".replace(".", "_")), percentile=f"P{p}")
+                     _percentile(g, p), percentile=f"P{p}")
               for s, g in groups for p in HDR_PERCENTILES]
     verdict = _tsn_limit(sources)
     caption = ("Latency by percentile (HDR-style: the x axis is 1 / (1 − p), so each further nine gets the same "
