@@ -4,6 +4,10 @@
 //! real receiver's log-linear histogram (`frerlab_traffic::histogram`, fed picoseconds here),
 //! and a per-interval series. An egress port's queue-length series: per interval, the largest
 //! and the time-weighted mean of its queued buffer bytes, kept exactly at every change.
+//! Every series covers the intervals holding the times 0 to the scenario's duration: the run
+//! goes on until the frames still queued at the end are delivered (they count in the totals),
+//! and that drain can last far longer than the scenario (a 1518-byte frame takes 12 s on a
+//! 1 kbit/s link), so the series, whose size the cost estimate bounds, stop at the duration.
 //!
 //! The frame accounting is the simulator's own rather than `frerlab_traffic::accounting`'s:
 //! the simulator knows exactly what the talker sent, leaves out frames sent before the warm-up
@@ -38,6 +42,8 @@ pub struct StreamMetrics {
     seen: Vec<u64>,
     next_expected: u64,
     interval: SimTime,
+    /// Intervals the series covers.
+    bins: usize,
     warmup: SimTime,
     /// Frames sent after the warm-up.
     pub sent: u64,
@@ -54,12 +60,13 @@ pub struct StreamMetrics {
 }
 
 impl StreamMetrics {
-    /// Empty metrics with the series interval and warm-up of the scenario.
-    pub fn new(interval: SimTime, warmup: SimTime) -> Self {
+    /// Empty metrics with the series interval, duration and warm-up of the scenario.
+    pub fn new(interval: SimTime, duration: SimTime, warmup: SimTime) -> Self {
         StreamMetrics {
             seen: Vec::new(),
             next_expected: 0,
             interval,
+            bins: bins(interval, duration),
             warmup,
             sent: 0,
             received: 0,
@@ -70,13 +77,17 @@ impl StreamMetrics {
         }
     }
 
+    /// The series row of the interval holding `t`; None after the scenario's duration.
     #[inline]
-    fn row(&mut self, t: SimTime) -> &mut IntervalRow {
-        let index = (t.0 / self.interval.0) as usize;
+    fn row(&mut self, t: SimTime) -> Option<&mut IntervalRow> {
+        let index = usize::try_from(t.0 / self.interval.0).ok()?;
+        if index >= self.bins {
+            return None;
+        }
         if index >= self.series.len() {
             self.series.resize(index + 1, IntervalRow::default());
         }
-        &mut self.series[index]
+        Some(&mut self.series[index])
     }
 
     /// The talker sent a frame at `t`.
@@ -85,7 +96,9 @@ impl StreamMetrics {
         if t >= self.warmup {
             self.sent += 1;
         }
-        self.row(t).sent += 1;
+        if let Some(row) = self.row(t) {
+            row.sent += 1;
+        }
     }
 
     /// The listener received frame `number` (sent at `sent_at`, `bytes` long) at `now`.
@@ -101,7 +114,9 @@ impl StreamMetrics {
             if measured {
                 self.duplicates += 1;
             }
-            self.row(sent_at).duplicates += 1;
+            if let Some(row) = self.row(sent_at) {
+                row.duplicates += 1;
+            }
             return;
         }
         self.seen[word] |= bit;
@@ -113,11 +128,14 @@ impl StreamMetrics {
             self.reordered += u64::from(reordered);
             self.latency.record(latency.0);
         }
-        let row = self.row(sent_at);
-        row.received += 1;
-        row.reordered += u64::from(reordered);
-        row.latency_sum_ps += latency.0 as f64;
-        self.row(now).rx_bytes += u64::from(bytes);
+        if let Some(row) = self.row(sent_at) {
+            row.received += 1;
+            row.reordered += u64::from(reordered);
+            row.latency_sum_ps += latency.0 as f64;
+        }
+        if let Some(row) = self.row(now) {
+            row.rx_bytes += u64::from(bytes);
+        }
     }
 }
 
@@ -147,13 +165,21 @@ pub struct QueueSeries {
     /// The open interval, its integral counting the bytes queued now until `boundary`.
     open: QueueInterval,
     closed: Vec<QueueInterval>,
+    /// Intervals the series covers.
+    bins: usize,
+}
+
+/// The number of intervals holding the times 0 to `duration`.
+fn bins(interval: SimTime, duration: SimTime) -> usize {
+    usize::try_from(duration.0 / interval.0 + 1).unwrap_or(usize::MAX)
 }
 
 impl QueueSeries {
-    /// An empty queue with the series interval of the scenario.
-    pub fn new(interval: SimTime) -> Self {
+    /// An empty queue with the series interval and duration of the scenario.
+    pub fn new(interval: SimTime, duration: SimTime) -> Self {
         QueueSeries {
             interval,
+            bins: bins(interval, duration),
             level: 0,
             boundary: interval,
             open: QueueInterval {
@@ -167,22 +193,32 @@ impl QueueSeries {
     /// `bytes` were queued at `now`.
     #[inline]
     pub fn add(&mut self, now: SimTime, bytes: u64) {
-        while now >= self.boundary {
-            self.close();
-        }
+        let recorded = self.advance(now);
         self.level += bytes;
-        self.open.max_bytes = self.open.max_bytes.max(self.level);
-        self.open.byte_ps += u128::from(bytes) * u128::from(self.boundary.0 - now.0);
+        if recorded {
+            self.open.max_bytes = self.open.max_bytes.max(self.level);
+            self.open.byte_ps += u128::from(bytes) * u128::from(self.boundary.0 - now.0);
+        }
     }
 
     /// `bytes` left the queue at `now`.
     #[inline]
     pub fn remove(&mut self, now: SimTime, bytes: u64) {
-        while now >= self.boundary {
+        let recorded = self.advance(now);
+        self.level -= bytes;
+        if recorded {
+            self.open.byte_ps -= u128::from(bytes) * u128::from(self.boundary.0 - now.0);
+        }
+    }
+
+    /// Closes the intervals before the one holding `now`, as far as the series goes; false
+    /// when `now` is past it (the level is still kept, nothing more is recorded).
+    #[inline]
+    fn advance(&mut self, now: SimTime) -> bool {
+        while now >= self.boundary && self.closed.len() < self.bins {
             self.close();
         }
-        self.level -= bytes;
-        self.open.byte_ps -= u128::from(bytes) * u128::from(self.boundary.0 - now.0);
+        now < self.boundary
     }
 
     /// Closes the open interval and opens the next one, the bytes queued now counted over all
@@ -199,10 +235,10 @@ impl QueueSeries {
         self.boundary = next;
     }
 
-    /// The intervals up to the one holding `end` (the end of the run), closed with the level
-    /// held after the last change.
+    /// The intervals up to the one holding `end` (the end of the run) or the scenario's
+    /// duration, whichever comes first, closed with the level held after the last change.
     pub fn finish(&mut self, end: SimTime) -> &[QueueInterval] {
-        let count = (end.0 / self.interval.0 + 1) as usize;
+        let count = bins(self.interval, end).min(self.bins);
         while self.closed.len() < count {
             self.close();
         }
@@ -288,7 +324,7 @@ mod tests {
 
     #[test]
     fn latency_is_reported_in_nanoseconds_with_picosecond_precision() {
-        let mut m = StreamMetrics::new(SimTime(1_000_000), SimTime::ZERO);
+        let mut m = StreamMetrics::new(SimTime(1_000_000), SimTime(1_000_000), SimTime::ZERO);
         for (number, latency_ps) in [(0, 1_500), (1, 2_500)] {
             m.on_sent(SimTime::ZERO);
             m.on_received(number, SimTime::ZERO, 64, SimTime(latency_ps));
@@ -304,7 +340,7 @@ mod tests {
 
     #[test]
     fn a_queue_level_held_over_several_intervals_fills_each_of_them() {
-        let mut q = QueueSeries::new(SimTime(10));
+        let mut q = QueueSeries::new(SimTime(10), SimTime(100));
         q.add(SimTime(5), 4);
         q.add(SimTime(6), 2);
         q.remove(SimTime(36), 6);
@@ -322,8 +358,31 @@ mod tests {
     }
 
     #[test]
+    fn series_stop_at_the_duration_while_totals_count_the_drain() {
+        // A frame sent at 0 arrives 10^15 intervals later: one row, and nothing allocated
+        // for the intervals of the drain.
+        let mut m = StreamMetrics::new(SimTime(10), SimTime(15), SimTime::ZERO);
+        m.on_sent(SimTime::ZERO);
+        m.on_received(0, SimTime::ZERO, 64, SimTime(10u64.pow(16)));
+        assert_eq!(m.summary("s").received, 1);
+        assert_eq!(m.series.len(), 1);
+        assert_eq!((m.series[0].received, m.series[0].rx_bytes), (1, 0));
+
+        let mut q = QueueSeries::new(SimTime(10), SimTime(15));
+        q.add(SimTime(5), 4);
+        q.remove(SimTime(10u64.pow(16)), 4);
+        q.add(SimTime(10u64.pow(16) + 1), 7);
+        let rows: Vec<(u64, u128)> = q
+            .finish(SimTime(10u64.pow(16) + 1))
+            .iter()
+            .map(|r| (r.max_bytes, r.byte_ps))
+            .collect();
+        assert_eq!(rows, [(4, 20), (4, 40)]);
+    }
+
+    #[test]
     fn duplicates_and_reordering_are_counted_once_each() {
-        let mut m = StreamMetrics::new(SimTime(1_000_000), SimTime::ZERO);
+        let mut m = StreamMetrics::new(SimTime(1_000_000), SimTime(1_000_000), SimTime::ZERO);
         for _ in 0..4 {
             m.on_sent(SimTime::ZERO);
         }

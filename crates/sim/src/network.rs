@@ -160,7 +160,14 @@ impl Simulation {
             .ports
             .iter()
             .enumerate()
-            .map(|(i, p)| Port::new(p, spec.interval, Rng::new(spec.seed, (1 << 32) | i as u64)))
+            .map(|(i, p)| {
+                Port::new(
+                    p,
+                    spec.interval,
+                    spec.duration,
+                    Rng::new(spec.seed, (1 << 32) | i as u64),
+                )
+            })
             .collect();
         let mut streams = Vec::with_capacity(spec.streams.len());
         let mut scheduler = Scheduler::new();
@@ -203,7 +210,7 @@ impl Simulation {
                 });
             }
             let qcn = s.qcn.as_ref().map(|rp| {
-                let mut rates = QueueSeries::new(spec.interval);
+                let mut rates = QueueSeries::new(spec.interval, spec.duration);
                 rates.add(SimTime::ZERO, s.rate.0);
                 Box::new(StreamQcn {
                     rp: ReactionPoint::new(rp, s.rate),
@@ -227,7 +234,7 @@ impl Simulation {
                 rtag_bytes: s.rtag_bytes,
                 recovery,
                 created: 0,
-                metrics: StreamMetrics::new(spec.interval, spec.warmup),
+                metrics: StreamMetrics::new(spec.interval, spec.duration, spec.warmup),
                 qcn,
             });
         }

@@ -151,8 +151,8 @@ pub struct Port {
 
 impl Port {
     /// The port of `spec`, drawing its losses from `rng`, its occupancy series binned by
-    /// `interval`.
-    pub fn new(spec: &PortSpec, interval: SimTime, mut rng: Rng) -> Port {
+    /// `interval` up to `duration`.
+    pub fn new(spec: &PortSpec, interval: SimTime, duration: SimTime, mut rng: Rng) -> Port {
         // The congestion point draws from a generator of its own, seeded from the port's.
         let qcn = spec
             .qcn
@@ -196,7 +196,7 @@ impl Port {
             busy_until: SimTime::ZERO,
             wakeup: None,
             counters: [ClassCounters::default(); TRAFFIC_CLASSES],
-            occupancy: QueueSeries::new(interval),
+            occupancy: QueueSeries::new(interval, duration),
             pause: spec.pause.as_ref().map(|p| Box::new(Pause::new(p))),
             paused_until: SimTime::ZERO,
             qcn,

@@ -151,7 +151,9 @@ fn a_port_fed_at_twice_its_rate_ramps_its_queue_to_the_limit_and_an_idle_port_st
     // of 100 S from a to b, the mean is the ramp's value at (a + b) / 2 and the maximum its
     // value at b; the limit of 250 frames holds it flat from 250 S until the talker stops at
     // 300 S, then the queue drains one frame per S (the level at an interval's first instant,
-    // before that instant's departure, counts as its maximum).
+    // before that instant's departure, counts as its maximum). The talker's 600 frames end
+    // at 300 S, half the scenario's duration, so the series (which stop at the duration)
+    // show the drain.
     let interval = SEC / 1250;
     let mut q = port("q", 0, 1, GBIT);
     q["overhead"] = json!(0);
@@ -166,8 +168,9 @@ fn a_port_fed_at_twice_its_rate_ramps_its_queue_to_the_limit_and_an_idle_port_st
         json!([0]),
     );
     s["rate_counts_l1"] = json!(false);
+    s["count"] = json!(600);
     let mut spec = scenario(
-        3 * interval,
+        6 * interval,
         json!([node("talker"), node("listener")]),
         json!([q, port("back", 1, 0, GBIT)]),
         json!([s]),
