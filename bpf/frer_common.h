@@ -219,4 +219,675 @@ struct frer_fdb_key {
 	__u16 pad;
 };
 
+
+#ifdef __bpf__
+/* ---- BPF side: the maps and the per-frame logic of both hooks (frer.c: tc, frer_xdp.c: XDP),
+ * written over the parsed frame and plain values so that neither hook has a FRER of its own.
+ * The including file has included linux/bpf.h. ---- */
+#include <linux/if_ether.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct frer_settings);
+} settings SEC(".maps");
+
+/* ifindex -> port index */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, FRER_MAX_PORTS);
+	__type(key, __u32);
+	__type(value, __u32);
+} port_of_ifindex SEC(".maps");
+
+/* port index -> ifindex (for bridge flooding) */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, FRER_MAX_PORTS);
+	__type(key, __u32);
+	__type(value, __u32);
+} ifindex_of_port SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, FRER_MAX_IDENTITIES);
+	__type(key, __u32);
+	__type(value, struct frer_identity);
+} identities SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, FRER_MAX_STREAMS);
+	__type(key, __u32);
+	__type(value, struct frer_stream);
+} streams SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, FRER_MAX_STREAMS);
+	__type(key, __u32);
+	__type(value, struct frer_seqgen);
+} seqgen SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, FRER_MAX_STREAMS * FRER_RCVY_PER_STREAM);
+	__type(key, __u32);
+	__type(value, struct frer_rcvy);
+} rcvy SEC(".maps");
+
+/* management resets asked for, per recovery function (see struct frer_rcvy) */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, FRER_MAX_STREAMS * FRER_RCVY_PER_STREAM);
+	__type(key, __u32);
+	__type(value, __u32);
+} rcvy_reset_requests SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, FRER_MAX_PORTS);
+	__type(key, __u32);
+	__type(value, struct frer_port_stats);
+} port_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, FRER_MAX_STREAMS * FRER_MAX_PORTS);
+	__type(key, __u32);
+	__type(value, struct frer_stream_port_stats);
+} stream_port_stats SEC(".maps");
+
+/* learned source MAC -> port index */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct frer_fdb_key);
+	__type(value, __u32);
+} fdb SEC(".maps");
+
+#define HDR_MAX 128 /* bytes of headers read per frame: Eth + 2 VLAN + R-TAG + IPv4 opts + L4 */
+
+#define ETH_P_8021Q_BE bpf_htons(ETH_P_8021Q)
+#define ETH_P_8021AD_BE bpf_htons(ETH_P_8021AD)
+
+/* What the parser found. Offsets are from the start of the frame. */
+struct frame {
+	__u32 len;         /* bytes copied into hdr */
+	__u16 l2_end;      /* offset of the R-TAG (or where one would go): after MACs and tags */
+	__u16 vid;         /* outer VLAN ID (host order) */
+	__u8 pcp;          /* outer VLAN tag's priority (PCP) */
+	__u8 vlan;         /* a VLAN tag is present (in the frame or in skb metadata) */
+	__u8 rtag;         /* an R-TAG is present */
+	__u8 rtag_bad;     /* an R-TAG is cut short by the end of the frame */
+	__u8 ip;           /* 4, 6 or 0 */
+	__u16 seq;         /* R-TAG sequence number (host order), valid if rtag */
+	__u8 dscp;
+	__u8 proto;
+	__be16 sport;
+	__be16 dport;
+	__u8 l4;           /* sport/dport are valid */
+	__be32 ip_src[4];
+	__be32 ip_dst[4];
+	__u8 hdr[HDR_MAX];
+};
+
+/* Per-CPU scratch for the parsed frame (too large for the 512-byte BPF stack). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct frame);
+} scratch SEC(".maps");
+
+
+enum parse_result { PARSE_OK, PARSE_MALFORMED };
+
+/* Big-endian 16-bit field at off of the copied headers, returned in host order; 0 when out of
+ * range (callers check lengths first). */
+static __always_inline __u16 hdr_u16(const struct frame *f, __u32 off)
+{
+	if (off > HDR_MAX - 2)
+		return 0;
+	return ((__u16)f->hdr[off] << 8) | f->hdr[off + 1];
+}
+
+static __always_inline __be32 hdr_be32(const struct frame *f, __u32 off)
+{
+	__be32 v = 0;
+
+	if (off > HDR_MAX - 4)
+		return 0;
+	__builtin_memcpy(&v, &f->hdr[off], 4);
+	return v;
+}
+
+/* IP fields after the ethertype at l3 (etype in host order). Non-IP or truncated IP leaves
+ * f->ip = 0: such a frame matches no IP identity but is otherwise a normal frame. */
+static __always_inline void parse_ip(struct frame *f, __u16 etype, __u32 l3)
+{
+	__u32 l4 = 0;
+
+	if (etype == ETH_P_IP) {
+		if (l3 > HDR_MAX - 20 || l3 + 20 > f->len)
+			return;
+		__u8 vihl = f->hdr[l3];
+		__u32 ihl = (vihl & 0x0f) * 4;
+		if ((vihl >> 4) != 4 || ihl < 20)
+			return;
+		f->ip = 4;
+		f->dscp = f->hdr[l3 + 1] >> 2;
+		f->proto = f->hdr[l3 + 9];
+		f->ip_src[0] = hdr_be32(f, l3 + 12);
+		f->ip_dst[0] = hdr_be32(f, l3 + 16);
+		/* no ports in a non-first fragment */
+		if (hdr_u16(f, l3 + 6) & 0x1fff)
+			return;
+		l4 = l3 + ihl;
+	} else if (etype == ETH_P_IPV6) {
+		if (l3 > HDR_MAX - 40 || l3 + 40 > f->len)
+			return;
+		if ((f->hdr[l3] >> 4) != 6)
+			return;
+		f->ip = 6;
+		f->dscp = (hdr_u16(f, l3) >> 6) & 0x3f;
+		f->proto = f->hdr[l3 + 6];
+		for (int i = 0; i < 4; i++) {
+			f->ip_src[i] = hdr_be32(f, l3 + 8 + 4 * i);
+			f->ip_dst[i] = hdr_be32(f, l3 + 24 + 4 * i);
+		}
+		l4 = l3 + 40;
+	} else {
+		return;
+	}
+	if ((f->proto == 6 || f->proto == 17 || f->proto == 132) && l4 + 4 <= f->len &&
+	    l4 <= HDR_MAX - 4) {
+		__builtin_memcpy(&f->sport, &f->hdr[l4], 2);
+		__builtin_memcpy(&f->dport, &f->hdr[l4 + 2], 2);
+		f->l4 = 1;
+	}
+}
+
+/* Parse the frame's first bytes, already copied into f->hdr (min(len, HDR_MAX) of them; len:
+ * the frame's length), into f. vlan_meta: the frame has a VLAN tag outside its bytes (tc: in skb
+ * metadata), with TCI vlan_tci. */
+static __always_inline enum parse_result frame_parse(struct frame *f, __u32 len, int vlan_meta,
+						     __u16 vlan_tci)
+{
+	__u32 off = 12;
+	__u16 etype;
+
+	if (len < ETH_HLEN)
+		return PARSE_MALFORMED;
+	if (len > HDR_MAX)
+		len = HDR_MAX;
+	f->len = len;
+	f->vlan = 0;
+	f->vid = 0;
+	f->pcp = 0;
+	f->rtag = 0;
+	f->rtag_bad = 0;
+	f->seq = 0;
+	f->ip = 0;
+	f->l4 = 0;
+	f->dscp = 0;
+	f->proto = 0;
+	f->sport = 0;
+	f->dport = 0;
+	for (int i = 0; i < 4; i++) {
+		f->ip_src[i] = 0;
+		f->ip_dst[i] = 0;
+	}
+	if (vlan_meta) {
+		f->vlan = 1;
+		f->vid = vlan_tci & 0x0fff;
+		f->pcp = vlan_tci >> 13;
+	}
+	etype = hdr_u16(f, off);
+	/* up to two VLAN tags inside the frame (the outer one identifies) */
+	for (int i = 0; i < 2; i++) {
+		if (etype != ETH_P_8021Q && etype != ETH_P_8021AD)
+			break;
+		if (off + 6 > len)
+			return PARSE_MALFORMED;
+		if (!f->vlan) {
+			f->vlan = 1;
+			f->vid = hdr_u16(f, off + 2) & 0x0fff;
+			f->pcp = hdr_u16(f, off + 2) >> 13;
+		}
+		off += 4;
+		etype = hdr_u16(f, off);
+	}
+	f->l2_end = off;
+	if (etype == FRER_RTAG_ETHERTYPE) {
+		f->rtag = 1;
+		if (off + 2 + FRER_RTAG_LEN > len) {
+			f->rtag_bad = 1;
+			return PARSE_OK;
+		}
+		/* the reserved field is ignored on receipt (docs/8021cb-decisions.md) */
+		f->seq = hdr_u16(f, off + 4);
+		off += FRER_RTAG_LEN;
+		etype = hdr_u16(f, off);
+	}
+	parse_ip(f, etype, off + 2);
+	return PARSE_OK;
+}
+
+static __always_inline int mac_eq(const __u8 *a, const __u8 *b)
+{
+	for (int i = 0; i < 6; i++)
+		if (a[i] != b[i])
+			return 0;
+	return 1;
+}
+
+static __always_inline int addr_eq(const __be32 *a, const __be32 *b, int words)
+{
+	for (int i = 0; i < 4; i++)
+		if (i < words && a[i] != b[i])
+			return 0;
+	return 1;
+}
+
+/* Whether frame f, received on (or sent from) port with its PVID, is identity id's. An
+ * untagged or priority-tagged (VID 0) frame's VLAN is the port's PVID (802.1Q 6.9); the PCP is
+ * never matched (crates/frer/src/identify.rs is the reference). */
+static __always_inline int identity_matches(const struct frer_identity *id,
+					    const struct frame *f, __u32 port, __u8 direction,
+					    __u16 pvid)
+{
+	__u16 m = id->fields;
+	__u16 vid = f->vlan && f->vid ? f->vid : pvid;
+
+	if (id->direction != direction || !(id->port_mask & (1u << (port & 31))))
+		return 0;
+	if (id->vlan_mode == FRER_VLAN_TAGGED && !f->vlan)
+		return 0;
+	if (id->vlan_mode == FRER_VLAN_PRIORITY && f->vlan && f->vid != 0)
+		return 0;
+	if (id->vid && vid != id->vid)
+		return 0;
+	if ((m & FRER_MATCH_DMAC) && !mac_eq(id->dmac, &f->hdr[0]))
+		return 0;
+	if ((m & FRER_MATCH_SMAC) && !mac_eq(id->smac, &f->hdr[6]))
+		return 0;
+	if ((m & FRER_MATCH_IP) && !f->ip)
+		return 0;
+	if ((m & FRER_MATCH_IPV4) && f->ip != 4)
+		return 0;
+	if ((m & FRER_MATCH_IPV6) && f->ip != 6)
+		return 0;
+	if (m & (FRER_MATCH_IP_SRC | FRER_MATCH_IP_DST | FRER_MATCH_DSCP | FRER_MATCH_PROTO)) {
+		int words = f->ip == 6 ? 4 : 1;
+
+		if (!f->ip)
+			return 0;
+		if ((m & FRER_MATCH_IP_SRC) && !addr_eq(id->ip_src, f->ip_src, words))
+			return 0;
+		if ((m & FRER_MATCH_IP_DST) && !addr_eq(id->ip_dst, f->ip_dst, words))
+			return 0;
+		if ((m & FRER_MATCH_DSCP) && f->dscp != id->dscp)
+			return 0;
+		if ((m & FRER_MATCH_PROTO) && f->proto != id->proto)
+			return 0;
+	}
+	if (m & (FRER_MATCH_SPORT | FRER_MATCH_DPORT)) {
+		if (!f->l4)
+			return 0;
+		if ((m & FRER_MATCH_SPORT) && f->sport != id->sport)
+			return 0;
+		if ((m & FRER_MATCH_DPORT) && f->dport != id->dport)
+			return 0;
+	}
+	return 1;
+}
+
+/* The stream index of the frame in `scratch`, or -1 when no identity matches. A global
+ * function, so the verifier checks it once on its own. */
+__attribute__((noinline)) int frer_identify(__u32 port, __u32 direction)
+{
+	__u32 zero = 0;
+	struct frer_settings *s = bpf_map_lookup_elem(&settings, &zero);
+	struct frame *f = bpf_map_lookup_elem(&scratch, &zero);
+
+	if (!s || !f)
+		return -1;
+	__u16 pvid = s->pvid[port & (FRER_MAX_PORTS - 1)];
+
+	for (__u32 i = 0; i < FRER_MAX_IDENTITIES; i++) {
+		if (i >= s->n_identities)
+			break;
+		struct frer_identity *id = bpf_map_lookup_elem(&identities, &i);
+
+		if (id && identity_matches(id, f, port, direction, pvid))
+			return id->stream < FRER_MAX_STREAMS ? id->stream : -1;
+	}
+	return -1;
+}
+
+/* ---- sequence recovery (802.1CB 7.4.3), mirrors crates/frer/src/recovery.rs ---- */
+
+enum verdict { VERDICT_PASS, VERDICT_DISCARD };
+
+static __always_inline int hist_get(const struct frer_rcvy *r, __u16 n)
+{
+	return (r->history[(n >> 6) & (FRER_HISTORY_WORDS - 1)] >> (n & 63)) & 1;
+}
+
+static __always_inline void hist_set(struct frer_rcvy *r, __u16 n)
+{
+	r->history[(n >> 6) & (FRER_HISTORY_WORDS - 1)] |= 1ull << (n & 63);
+}
+
+/* SequenceRecoveryReset: TakeAny, empty history, counted in resets. Caller holds the lock. */
+static __always_inline void rcvy_reset(struct frer_rcvy *r)
+{
+	for (int i = 0; i < FRER_HISTORY_WORDS; i++)
+		r->history[i] = 0;
+	r->recov_seq = 0xffff;
+	r->take_any = 1;
+	r->span = 0;
+	r->resets++;
+}
+
+/* x clamped to 0..64 without branches (the verifier then sees one path per word). */
+static __always_inline __s64 clamp64(__s64 x)
+{
+	x &= ~(x >> 63);                        /* max(x, 0) */
+	return x - ((x - 64) & ~((x - 64) >> 63)); /* min(x, 64) */
+}
+
+/* Bits 0 .. n-1 set, for n in 0..64, without branches. */
+static __always_inline __u64 low_bits(__s64 n)
+{
+	return ((1ull << (n & 63)) - 1) | -(__u64)(n >> 6);
+}
+
+/* A mask of the positions lo .. hi-1 of the doubled ring (2048 positions) that fall in ring
+ * word w, which holds positions w*64.. and, doubled, w*64+1024.. . */
+static __always_inline __u64 word_mask(__s64 lo, __s64 hi, __s64 w)
+{
+	__u64 mask = 0;
+
+	for (int half = 0; half < 2; half++) {
+		__s64 base = w * 64 + half * FRER_HISTORY_MAX;
+
+		mask |= low_bits(clamp64(hi - base)) & ~low_bits(clamp64(lo - base));
+	}
+	return mask;
+}
+
+/* Move the vector window forward by delta (1 <= delta < HL). The numbers that leave it are
+ * RecovSeqNum-HL+1 .. RecovSeqNum-HL+delta; each one left unseen counts as lost if it came
+ * after the first number accepted since the last reset (the newest `span` numbers). Their
+ * bits are cleared, so only numbers inside the window ever have a bit set. The leaving range
+ * is handled in a doubled ring of 2048 positions, so it never wraps. */
+static __always_inline void vector_advance(struct frer_rcvy *r, __u32 delta)
+{
+	__s64 hl = r->history_length;
+	__s64 skip = hl - r->span; /* leaving numbers from before the first accepted one */
+	__s64 start = (__u16)(r->recov_seq - hl + 1) & (FRER_HISTORY_MAX - 1);
+	__s64 counted_from = start + (skip < delta ? skip : delta);
+	__s64 end = start + delta;
+	__u64 seen = 0;
+
+	for (int w = 0; w < FRER_HISTORY_WORDS; w++) {
+		__u64 word = r->history[w];
+
+		seen += __builtin_popcountll(word & word_mask(counted_from, end, w));
+		r->history[w] = word & ~word_mask(start, end, w);
+	}
+	r->lost += (end - counted_from) - seen;
+	r->span = r->span + delta >= hl ? hl : r->span + delta;
+}
+
+/* One frame through recovery function `key` of map rcvy at time now; has_seq: the frame had
+ * an R-TAG. Takes the lock; updates the clause-10 counters; returns the verdict (PASS when the
+ * function is not enabled). A global function, so the verifier checks it once on its own. */
+__attribute__((noinline)) int frer_recover(__u32 key, __u32 has_seq, __u32 seq_in, __u64 now)
+{
+	__u16 seq = seq_in;
+	struct frer_rcvy *r = bpf_map_lookup_elem(&rcvy, &key);
+	__u32 *reset_requests = bpf_map_lookup_elem(&rcvy_reset_requests, &key);
+	enum verdict v = VERDICT_PASS;
+	int reload = 0;
+
+	if (!r || !(r->flags & FRER_RCVY_ENABLED))
+		return VERDICT_PASS;
+	bpf_spin_lock(&r->lock);
+	if (reset_requests && *reset_requests != r->resets_requested) {
+		r->resets_requested = *reset_requests;
+		rcvy_reset(r);
+	}
+	/* `now` was read before the lock: another CPU may have stored a later reload meanwhile,
+	 * so the difference is signed (negative: not due), never a wrapped huge value */
+	if (r->reset_timeout_ns && !r->take_any &&
+	    (__s64)(now - r->last_reload_ns) >= (__s64)r->reset_timeout_ns)
+		rcvy_reset(r);
+	if (!has_seq) {
+		r->tagless++;
+		if (r->flags & FRER_RCVY_TAKE_NO_SEQUENCE)
+			r->passed++;
+		else
+			v = VERDICT_DISCARD;
+		goto out;
+	}
+	if (r->take_any) {
+		r->take_any = 0;
+		r->recov_seq = seq;
+		if (r->algorithm == FRER_ALG_VECTOR) {
+			hist_set(r, seq);
+			r->span = 1;
+		}
+		r->passed++;
+		reload = 1;
+		goto out;
+	}
+	__s32 delta = (__s16)(__u16)(seq - r->recov_seq);
+	if (r->algorithm == FRER_ALG_MATCH) {
+		if (delta == 0) {
+			r->discarded++;
+			v = VERDICT_DISCARD;
+		} else {
+			if (delta != 1)
+				r->out_of_order++;
+			r->recov_seq = seq;
+			r->passed++;
+			reload = 1;
+		}
+		goto out;
+	}
+	__s32 hl = r->history_length;
+	if (delta >= hl || delta <= -hl) {
+		r->rogue++;
+		r->last_rogue_ns = now;
+		v = VERDICT_DISCARD;
+	} else if (delta <= 0) {
+		if (hist_get(r, seq)) {
+			r->discarded++;
+			v = VERDICT_DISCARD;
+		} else {
+			hist_set(r, seq);
+			r->out_of_order++;
+			r->passed++;
+			reload = 1;
+		}
+	} else {
+		if (delta != 1)
+			r->out_of_order++;
+		vector_advance(r, delta);
+		r->recov_seq = seq;
+		hist_set(r, seq);
+		r->passed++;
+		reload = 1;
+	}
+out:
+	/* the timer only moves forward (max(last, now)): see the check above */
+	if ((reload || (v == VERDICT_DISCARD && has_seq && (r->flags & FRER_RCVY_INDIVIDUAL))) &&
+	    (__s64)(now - r->last_reload_ns) > 0)
+		r->last_reload_ns = now;
+	if (v == VERDICT_PASS && has_seq)
+		r->last_pass_ns = now;
+	bpf_spin_unlock(&r->lock);
+	return v;
+}
+
+/* ---- what both hooks do with a frame of a stream ---- */
+
+static __always_inline struct frer_port_stats *port_stats_of(__u32 port)
+{
+	return bpf_map_lookup_elem(&port_stats, &port);
+}
+
+static __always_inline struct frer_stream_port_stats *sp_stats_of(__u32 stream, __u32 port)
+{
+	__u32 key = stream * FRER_MAX_PORTS + port;
+
+	return bpf_map_lookup_elem(&stream_port_stats, &key);
+}
+
+static __always_inline __u64 now_ns(const struct frer_settings *s)
+{
+	if (s->flags & FRER_SETTING_FIXED_CLOCK)
+		return s->fixed_now_ns;
+	return bpf_ktime_get_ns();
+}
+
+/* The frame's sequence number (has_seq: it has one) and the time, for the recovery functions
+ * it passes through; base: the stream's first `rcvy` index. */
+struct recovery_ctx {
+	__u32 base;
+	__u32 has_seq;
+	__u32 seq;
+	__u64 now;
+};
+
+/* A frame of stream `stream` (entry st) received on (or sent from) `port`: sequence generation,
+ * then the member stream's individual recovery, the sequence recovery on this port and the
+ * compound stream's. Fills rc for the recovery functions on the output ports. Returns
+ * VERDICT_PASS, or VERDICT_DISCARD (counted) when the frame is to be dropped. */
+static __always_inline int frer_stream_in(const struct frer_settings *s, const struct frer_stream *st,
+					  __u32 stream, __u32 port, const struct frame *f,
+					  struct frer_port_stats *ps, struct recovery_ctx *rc)
+{
+	rc->base = stream * FRER_RCVY_PER_STREAM;
+	rc->has_seq = f->rtag;
+	rc->seq = f->seq;
+	rc->now = 0;
+	if (st->flags & FRER_STREAM_GENERATE) {
+		struct frer_seqgen *g = bpf_map_lookup_elem(&seqgen, &stream);
+
+		if (!g)
+			return VERDICT_DISCARD;
+		rc->seq = (__u16)__sync_fetch_and_add(&g->next, 1);
+		__sync_fetch_and_add(&g->generated, 1);
+		rc->has_seq = 1;
+	}
+	if ((st->flags & (FRER_STREAM_INDIVIDUAL | FRER_STREAM_RECOVER)) || st->rcvy_ports) {
+		__u32 individual = st->individual[port % FRER_MAX_PORTS];
+
+		rc->now = now_ns(s);
+		if (((st->flags & FRER_STREAM_INDIVIDUAL) && individual &&
+		     frer_recover(rc->base + individual, rc->has_seq, rc->seq, rc->now) == VERDICT_DISCARD) ||
+		    ((st->rcvy_ports & (1u << port)) &&
+		     frer_recover(rc->base + 1 + port, rc->has_seq, rc->seq, rc->now) == VERDICT_DISCARD) ||
+		    ((st->flags & FRER_STREAM_RECOVER) &&
+		     frer_recover(rc->base, rc->has_seq, rc->seq, rc->now) == VERDICT_DISCARD)) {
+			if (rc->has_seq)
+				ps->rcvy_discarded++;
+			return VERDICT_DISCARD;
+		}
+		ps->rcvy_passed++;
+	}
+	return VERDICT_PASS;
+}
+
+/* Whether the copy of the stream leaving by out_port is discarded by a sequence recovery
+ * function of the stream placed on that port (counted there). */
+static __always_inline int frer_output_discards(const struct frer_stream *st, __u32 out_port,
+						const struct recovery_ctx *rc)
+{
+	struct frer_port_stats *ops;
+
+	if (!(st->rcvy_ports & (1u << out_port)) ||
+	    frer_recover(rc->base + 1 + out_port, rc->has_seq, rc->seq, rc->now) != VERDICT_DISCARD)
+		return 0;
+	ops = port_stats_of(out_port);
+	if (ops)
+		ops->rcvy_discarded++;
+	return 1;
+}
+
+/* The frame's first `len` bytes as parsed (its MACs and in-frame VLAN tags) followed by an
+ * R-TAG with seq (EtherType F1C1, reserved 0, sequence number), into head: what the front of
+ * the frame becomes when the tag is pushed. `len` is a constant where it is inlined. */
+static __always_inline void frer_tagged_head(__u8 *head, const struct frame *f, __u16 seq,
+					     const __u32 len)
+{
+	__builtin_memcpy(head, f->hdr, len);
+	head[len] = FRER_RTAG_ETHERTYPE >> 8;
+	head[len + 1] = FRER_RTAG_ETHERTYPE & 0xff;
+	head[len + 2] = 0;
+	head[len + 3] = 0;
+	head[len + 4] = seq >> 8;
+	head[len + 5] = seq & 0xff;
+}
+
+/* The PCP of the outer VLAN tag a copy leaves with, or -1 for an untagged copy: the tag an
+ * active identity gives it carries the configured priority, else the frame's class (frame_pcp:
+ * its tag's PCP, -1 untagged; priority: the skb's priority, tc only, else 8), 0 if it has none;
+ * without one the copy keeps the frame's own tag. */
+static __always_inline int copy_pcp(const struct frer_output *o, int frame_pcp, __u32 priority)
+{
+	if (!(o->flags & FRER_OUT_SET_VID))
+		return frame_pcp;
+	if (o->flags & FRER_OUT_SET_PCP)
+		return o->pcp & 7;
+	if (frame_pcp >= 0)
+		return frame_pcp;
+	return priority < 8 ? priority : 0;
+}
+
+/* Where the learning bridge sends a frame of no stream received on `port`. */
+enum bridge_action { BRIDGE_STACK, BRIDGE_DROP, BRIDGE_UNICAST, BRIDGE_FLOOD };
+
+/* Learns the frame's source MAC on `port` and looks its destination up; under BRIDGE_UNICAST,
+ * *ifindex is the port to send it out of. Not a bridge port: the kernel's (BRIDGE_STACK). */
+static __always_inline enum bridge_action bridge_lookup(const struct frer_settings *s,
+							const struct frame *f, __u32 port,
+							struct frer_port_stats *ps, __u32 *ifindex)
+{
+	struct frer_fdb_key key = {};
+	__u32 *dst_port;
+
+	if (!(s->bridge_ports & (1u << port))) {
+		ps->to_stack++;
+		return BRIDGE_STACK;
+	}
+	ps->bridged++;
+	__builtin_memcpy(key.mac, &f->hdr[6], 6);
+	if (!(key.mac[0] & 1))
+		bpf_map_update_elem(&fdb, &key, &port, BPF_ANY);
+	__builtin_memcpy(key.mac, &f->hdr[0], 6);
+	dst_port = (key.mac[0] & 1) ? 0 : bpf_map_lookup_elem(&fdb, &key);
+	if (dst_port) {
+		__u32 p = *dst_port;
+		__u32 *out = bpf_map_lookup_elem(&ifindex_of_port, &p);
+
+		if (p == port)
+			return BRIDGE_DROP;
+		if (out && (s->bridge_ports & (1u << (p & 31)))) {
+			*ifindex = *out;
+			return BRIDGE_UNICAST;
+		}
+	}
+	return BRIDGE_FLOOD;
+}
+
+#endif /* __bpf__ */
+
 #endif
