@@ -1,17 +1,22 @@
 """Shared pieces of the eBPF data plane tests: the skip conditions, frer.o built, loaded and
-pinned once per module, and the one-port-per-path recovery listener the replays configure."""
+pinned once per module, the same with its XDP program (frer_xdp.o on frer.o's maps) run on
+frames "received" by devices of a namespace of its own (hook_runner: either hook, one test
+body), and the one-port-per-path recovery listener the replays configure."""
 
 from __future__ import annotations
 
+import ctypes
 import os
 import shutil
 import subprocess
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from frerlab.dataplane import bpfsys, layout
-from frerlab.dataplane.node import OBJECT, open_maps
+from frerlab.dataplane.node import OBJECT, XDP_OBJECT, open_maps
+from frerlab.netns import Namespaces, link_info
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Ingress ifindex of port p in the replays (BPF_PROG_TEST_RUN takes any number).
@@ -26,12 +31,12 @@ NEEDS_BPF = [
 ]
 
 
-@pytest.fixture(scope="module")
-def frer_pinned():
-    """bpf/build/frer.o built, loaded and pinned under a per-run directory: (pin dir, its maps,
-    the frer_ingress program); everything is removed afterwards."""
+@contextmanager
+def _pinned(name: str):
+    """bpf/build/frer.o built, loaded and pinned under `name`: (pin dir, its maps, the
+    frer_ingress program); everything is removed afterwards."""
     subprocess.run(["make", "-s", "-C", str(ROOT / "bpf")], check=True)
-    pin_dir = bpfsys.BPFFS / f"frerlab-test-{os.getpid()}"
+    pin_dir = bpfsys.BPFFS / name
     bpfsys.load_and_pin(OBJECT, pin_dir)
     maps = open_maps(pin_dir)
     prog = bpfsys.Program(pin_dir / "frer_ingress")
@@ -44,12 +49,84 @@ def frer_pinned():
         bpfsys.unpin(pin_dir)
 
 
+@pytest.fixture(scope="module")
+def frer_pinned():
+    """frer.o loaded and pinned under a per-run directory: (pin dir, its maps, frer_ingress)."""
+    with _pinned(f"frerlab-test-{os.getpid()}") as pinned:
+        yield pinned
+
+
+_CLONE_NEWNET = 0x40000000
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+@contextmanager
+def _inside(netns: str):
+    """The calling thread inside network namespace `netns` (XDP test runs take their ingress
+    device from the caller's namespace), back in its own one afterwards."""
+    own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+    target = os.open(f"/run/netns/{netns}", os.O_RDONLY)
+    try:
+        if _libc.setns(target, _CLONE_NEWNET):
+            raise OSError(ctypes.get_errno(), f"entering network namespace {netns}")
+        try:
+            yield
+        finally:
+            _libc.setns(own, _CLONE_NEWNET)
+    finally:
+        os.close(own)
+        os.close(target)
+
+
+class HookRunner:
+    """frer.o's maps and one hook's program on them: `run(frame, port)` runs frer_ingress (tc)
+    or frer_xdp on a frame received on port p; `passed`, `dropped` are that hook's verdicts
+    for an R-tagged frame passed up to this host and a dropped one."""
+
+    def __init__(self, hook: str, maps: dict[str, bpfsys.Map], prog: bpfsys.Program,
+                 ifindexes: list[int] | None = None, netns: str | None = None) -> None:
+        self.hook, self.maps, self.prog, self.netns = hook, maps, prog, netns
+        self.ifindexes = ifindexes or [IFINDEX_BASE + p for p in range(4)]
+        xdp = hook == "xdp"
+        self.passed = layout.XDP_PASS if xdp else layout.TC_ACT_REDIRECT
+        self.passed_untagged = layout.XDP_PASS if xdp else layout.TC_ACT_OK
+        self.dropped = layout.XDP_DROP if xdp else layout.TC_ACT_SHOT
+
+    def run(self, frame: bytes, port: int = 0) -> tuple[int, bytes]:
+        """(verdict, frame as the program left it) for `frame` received on port `port`."""
+        if self.netns is None:
+            return self.prog.test_run(frame, self.ifindexes[port])
+        with _inside(self.netns):
+            return self.prog.test_run(frame, self.ifindexes[port], xdp=True)
+
+
+@pytest.fixture(scope="module", params=["tc", "xdp"])
+def hook_runner(request):
+    """A HookRunner for each hook in turn, each on a frer.o of its own; for XDP, frer_xdp.o
+    loaded on its maps, and four veth ends in a namespace of its own as the ports."""
+    with _pinned(f"frerlab-test-{os.getpid()}-{request.param}") as (pin_dir, maps, prog):
+        if request.param == "tc":
+            yield HookRunner("tc", maps, prog)
+            return
+        with Namespaces(f"frt{os.getpid()}") as net:
+            net.add("x")
+            for p in (0, 2):
+                subprocess.run(["ip", "-n", net.ns["x"], "link", "add", f"p{p}", "type", "veth", "peer",
+                                "name", f"p{p + 1}"], check=True)
+            ifindexes = [link_info(net.ns["x"], f"p{p}")["ifindex"] for p in range(4)]
+            bpfsys.load_and_pin(XDP_OBJECT, pin_dir / "xdp", reuse=pin_dir / "maps")
+            with bpfsys.Program(pin_dir / "xdp" / "frer_xdp") as xdp_prog:
+                yield HookRunner("xdp", maps, xdp_prog, ifindexes, net.ns["x"])
+
+
 def configure_recovery_listener(maps: dict[str, bpfsys.Map], recovery: layout.RecoveryConfig,
-                                ports: int = 4) -> None:
-    """Every frame on ports 0..ports-1 (ifindex IFINDEX_BASE + p) is stream 0, passed through
-    sequence recovery `recovery` (in its initial state), its R-TAG removed, then to the stack."""
+                                ports: int = 4, ifindexes: list[int] | None = None) -> None:
+    """Every frame on ports 0..ports-1 (ifindex IFINDEX_BASE + p, or ifindexes[p]) is stream 0,
+    passed through sequence recovery `recovery` (in its initial state), its R-TAG removed, then
+    to the stack."""
     for port in range(ports):
-        maps["port_of_ifindex"].update(layout.key(IFINDEX_BASE + port), layout.key(port))
+        ifindex = ifindexes[port] if ifindexes else IFINDEX_BASE + port
+        maps["port_of_ifindex"].update(layout.key(ifindex), layout.key(port))
     maps["identities"].update(layout.key(0), layout.match_all_identity(0, 0xFFFF))
     maps["streams"].update(layout.key(0), layout.stream(layout.STREAM_RECOVER,
                                                         [layout.output(flags=layout.OUT_LOCAL)]))

@@ -1,5 +1,5 @@
 """Robustness of the eBPF data plane: random and mutilated frames run through frer_ingress
-(BPF_PROG_TEST_RUN) never make it misbehave. A recovery node must answer every frame with
+(tc) and frer_xdp (BPF_PROG_TEST_RUN) never make them misbehave. A recovery node must answer every frame with
 pass-to-stack or drop; a frame whose R-TAG is cut short is dropped and counted as an encoding
 error, never passed as a stream frame (a tag's reserved bits are ignored, as in the core). Frames shorter than an Ethernet
 header never reach a tc program (the kernel refuses them, in BPF_PROG_TEST_RUN too), so the
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 
-from conftest import IFINDEX_BASE, NEEDS_BPF, configure_recovery_listener
+from conftest import NEEDS_BPF, configure_recovery_listener
 
 from frerlab.dataplane import layout
 from frerlab.dataplane.node import percpu_sum
@@ -43,20 +43,21 @@ def mutilated_frames(rng: random.Random, n: int):
             yield push_rtag(BASE, rng.randrange(65536))
 
 
-def test_random_and_mutilated_frames_are_counted_and_never_passed_as_stream_frames(frer_pinned):
-    _, maps, prog = frer_pinned
-    configure_recovery_listener(maps, layout.RecoveryConfig(history_length=1024), ports=1)
+def test_random_and_mutilated_frames_are_counted_and_never_passed_as_stream_frames(hook_runner):
+    maps = hook_runner.maps
+    configure_recovery_listener(maps, layout.RecoveryConfig(history_length=1024), ports=1,
+                                ifindexes=hook_runner.ifindexes)
     decoder, unreadable, frames = SequenceDecoder(), 0, 0
     for frame in mutilated_frames(random.Random(8021), 3000):
         frames += 1
-        verdict, _ = prog.test_run(frame, IFINDEX_BASE)
-        assert verdict in (layout.TC_ACT_OK, layout.TC_ACT_SHOT, layout.TC_ACT_REDIRECT), \
+        verdict, _ = hook_runner.run(frame)
+        assert verdict in (hook_runner.passed, hook_runner.passed_untagged, hook_runner.dropped), \
             f"verdict {verdict} for {frame.hex()}"
         try:
             decoder.decode(frame)
         except ValueError:
             unreadable += 1
-            assert verdict == layout.TC_ACT_SHOT, f"passed an unreadable frame: {frame.hex()}"
+            assert verdict == hook_runner.dropped, f"passed an unreadable frame: {frame.hex()}"
     seen, malformed, enc_errored = percpu_sum(maps, "port_stats", 0)[:3]
     assert seen == frames
     assert malformed + enc_errored == unreadable > 0

@@ -1,5 +1,5 @@
-"""The shared 802.1CB vectors replayed through the eBPF data plane (bpf/frer.c, program
-frer_ingress) with BPF_PROG_TEST_RUN: each event is a crafted Ethernet/IPv4/UDP frame,
+"""The shared 802.1CB vectors replayed through the eBPF data plane, each hook in turn (tc:
+bpf/frer.c's frer_ingress; XDP: bpf/frer_xdp.c's frer_xdp) with BPF_PROG_TEST_RUN: each event is a crafted Ethernet/IPv4/UDP frame,
 R-tagged with the event's number (or untagged), arriving on the event's port at the event's
 time (the program's clock is fixed per event through its settings map). Every pass/drop
 verdict and the final clause-10 counters must equal the vector's, as for the Rust core."""
@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import IFINDEX_BASE, NEEDS_BPF, configure_recovery_listener
+from conftest import NEEDS_BPF, configure_recovery_listener
 
 from frerlab.dataplane import bpfsys, layout
 from frerlab.frer import push_rtag
@@ -24,10 +24,10 @@ FRAME = (bytes.fromhex("020000000002" "020000000001" "0800"
 
 
 @pytest.mark.parametrize("path", VECTORS, ids=lambda p: p.stem)
-def test_ebpf_replays_vector(frer_pinned, path):
+def test_ebpf_replays_vector(hook_runner, path):
     vector = json.loads(path.read_text())
-    _, maps, prog = frer_pinned
-    configure_recovery_listener(maps, layout.RecoveryConfig(**vector["recovery"]))
+    maps = hook_runner.maps
+    configure_recovery_listener(maps, layout.RecoveryConfig(**vector["recovery"]), ifindexes=hook_runner.ifindexes)
     tagged = {}
     for i, event in enumerate(vector["events"]):
         if event.get("op") == "reset":
@@ -38,11 +38,11 @@ def test_ebpf_replays_vector(frer_pinned, path):
         if seq not in tagged:
             tagged[seq] = FRAME if seq is None else push_rtag(FRAME, seq)
         maps["settings"].update(layout.key(0), layout.settings(1, fixed_now_ns=event["t_ns"]))
-        verdict, out = prog.test_run(tagged[seq], IFINDEX_BASE + event["port"])
+        verdict, out = hook_runner.run(tagged[seq], event["port"])
         expect_pass = event["expect"] == "pass"
-        # a passed R-tagged frame goes up once more through the port (its EtherType restored)
-        passed = layout.TC_ACT_OK if seq is None else layout.TC_ACT_REDIRECT
-        assert verdict == (passed if expect_pass else layout.TC_ACT_SHOT), f"event {i}: {event}"
+        # tc: a passed R-tagged frame goes up once more through the port (its EtherType restored)
+        passed = hook_runner.passed_untagged if seq is None else hook_runner.passed
+        assert verdict == (passed if expect_pass else hook_runner.dropped), f"event {i}: {event}"
         if expect_pass:
             assert out == FRAME, "a passed frame leaves without its R-TAG"
     assert layout.rcvy_counters(maps["rcvy"].lookup(layout.key(0))) == vector["counters"]

@@ -28,6 +28,8 @@ BPF_F_LOCK = 4
 BPFFS = RUN_DIR / "bpf"
 #: `struct __sk_buff` size and the offset of ingress_ifindex (linux/bpf.h).
 SK_BUFF_SIZE, SK_BUFF_INGRESS_IFINDEX = 192, 36
+#: `struct xdp_md`: data, data_end, data_meta, ingress_ifindex, rx_queue_index, egress_ifindex.
+XDP_MD = struct.Struct("<6I")
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -55,18 +57,31 @@ def ensure_bpffs() -> None:
         subprocess.run(["mount", "-t", "bpf", "frerlab-bpf", str(BPFFS)], check=True)
 
 
-def load_and_pin(obj: Path, pin_dir: Path) -> None:
+def load_and_pin(obj: Path, pin_dir: Path, reuse: Path | None = None) -> None:
     """Loads every program of `obj` (verifier included) and pins programs under `pin_dir`,
-    maps under `pin_dir/maps`. Removes what it pinned if loading fails."""
+    maps under `pin_dir/maps`; a map of the same name pinned in directory `reuse` is used
+    instead of a new one (so two objects share their maps). Removes what it pinned if loading
+    fails."""
     if shutil.which("bpftool") is None:
         raise BpfError("bpftool is not installed (apt-get install bpftool)")
     ensure_bpffs()
-    result = subprocess.run(["bpftool", "prog", "loadall", str(obj), str(pin_dir),
+    shared = [arg for path in (sorted(reuse.iterdir()) if reuse else [])
+              for arg in ("map", "name", path.name, "pinned", str(path))]
+    result = subprocess.run(["bpftool", "prog", "loadall", str(obj), str(pin_dir), *shared,
                              "pinmaps", str(pin_dir / "maps")], capture_output=True, text=True)
     if result.returncode != 0:
         unpin(pin_dir)
         tail = "\n".join(result.stderr.strip().splitlines()[-5:])
         raise BpfError(f"loading {obj} failed (the verifier's last words):\n{tail}")
+
+
+def create_map(path: Path, kind: str, key_size: int, value_size: int, entries: int) -> None:
+    """Creates a map of type `kind` (bpftool's name, e.g. devmap_hash) pinned at `path`."""
+    result = subprocess.run(["bpftool", "map", "create", str(path), "type", kind, "key", str(key_size),
+                             "value", str(value_size), "entries", str(entries), "name", path.name[:15]],
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        raise BpfError(f"creating {kind} map {path} failed: {result.stderr.strip()}")
 
 
 def unpin(pin_dir: Path) -> None:
@@ -174,18 +189,23 @@ class Program(Pinned):
         _bpf(_OBJ_GET_INFO_BY_FD, attr, f"reading the info of {self.path.name}")
         return struct.unpack_from("<QQ", info.raw, PROG_INFO_RUN_TIME_NS)
 
-    def test_run(self, frame: bytes, ingress_ifindex: int = 0, repeat: int = 1) -> tuple[int, bytes]:
+    def test_run(self, frame: bytes, ingress_ifindex: int = 0, repeat: int = 1,
+                 xdp: bool = False) -> tuple[int, bytes]:
         """Runs the program on `frame` as if received on `ingress_ifindex`, `repeat` times in
         one call (on the same skb: each run sees what the one before left); returns the tc
-        verdict and the frame as the program left it."""
+        verdict (the XDP action for an `xdp` program) and the frame as the program left it.
+        An XDP program's `ingress_ifindex` must be a device of the caller's namespace."""
         data_in = ctypes.create_string_buffer(frame, len(frame))
         data_out = ctypes.create_string_buffer(len(frame) + 256)
-        ctx = bytearray(SK_BUFF_SIZE)
-        struct.pack_into("<I", ctx, SK_BUFF_INGRESS_IFINDEX, ingress_ifindex)
-        ctx_in = ctypes.create_string_buffer(bytes(ctx), SK_BUFF_SIZE)
+        if xdp:
+            ctx = bytearray(XDP_MD.pack(0, len(frame), 0, ingress_ifindex, 0, 0))
+        else:
+            ctx = bytearray(SK_BUFF_SIZE)
+            struct.pack_into("<I", ctx, SK_BUFF_INGRESS_IFINDEX, ingress_ifindex)
+        ctx_in = ctypes.create_string_buffer(bytes(ctx), len(ctx))
         attr = ctypes.create_string_buffer(struct.pack(
             "<IIIIQQIIIIQQIII4x", self.fd, 0, len(frame), len(data_out), ctypes.addressof(data_in),
-            ctypes.addressof(data_out), repeat, 0, SK_BUFF_SIZE, 0, ctypes.addressof(ctx_in), 0, 0, 0, 0), 80)
+            ctypes.addressof(data_out), repeat, 0, len(ctx), 0, ctypes.addressof(ctx_in), 0, 0, 0, 0), 80)
         _bpf(_PROG_TEST_RUN, attr, f"test run of {self.path.name}")
         retval, _, size_out = struct.unpack_from("<III", attr.raw, 4)
         return retval, data_out.raw[:size_out]

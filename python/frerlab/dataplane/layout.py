@@ -40,6 +40,8 @@ ALGORITHMS = {"vector": 0, "match": 1}
 RCVY_ENABLED, RCVY_TAKE_NO_SEQUENCE, RCVY_INDIVIDUAL = 0x1, 0x2, 0x4
 #: tc verdicts (linux/pkt_cls.h).
 TC_ACT_OK, TC_ACT_SHOT, TC_ACT_REDIRECT = 0, 2, 7
+#: XDP actions (linux/bpf.h enum xdp_action).
+XDP_DROP, XDP_PASS, XDP_REDIRECT = 1, 2, 4
 
 for _s, _size in ((SETTINGS, 56), (IDENTITY, 64), (OUTPUT, 16), (RCVY, 240), (SEQGEN, 24),
                   (PORT_STATS, 80), (STREAM_PORT_STATS, 32)):

@@ -1,13 +1,15 @@
 """One FRER node of the eBPF data plane: bpf/frer.o loaded and pinned under
 /run/frerlab/bpf/<name>, configured through its maps, and attached with tc (clsact ingress
-and egress, direct action) to the node's ports inside its network namespace.
+and egress, direct action) to the node's ports inside its network namespace; with `xdp`, also
+bpf/frer_xdp.o on the same maps, whose XDP program takes the place of frer_ingress on the
+ports `attach` is told to run it on (native or generic XDP, through `ip link set`).
 
     with Node("sw1", netns="ns-sw1", ports=["to-talker", "path-a", "path-b"]) as sw1:
         sw1.add_stream(0, ingress=["to-talker"], generate=True, encode=True,
                        outputs=["path-a", "path-b"])
         sw1.attach()
 
-Everything the node creates (pins, clsact qdiscs) is removed by `close()`, also after a
+Everything the node creates (pins, clsact qdiscs, XDP programs) is removed by `close()`, also after a
 failure half-way; `remove_leftovers(name)` clears what a killed run left.
 """
 
@@ -22,6 +24,9 @@ from frerlab.dataplane.config import LOCAL, NodePlan
 from frerlab.names import check_name, inside
 
 OBJECT = Path(__file__).resolve().parents[3] / "bpf" / "build" / "frer.o"
+XDP_OBJECT = OBJECT.with_name("frer_xdp.o")
+#: XDP attach modes and the `ip link set` keyword of each.
+XDP_MODES = {"native": "xdpdrv", "generic": "xdpgeneric"}
 PIN_ROOT = bpfsys.BPFFS
 MAP_SIZES = {  # map name: (key size, value size), as in bpf/frer_common.h
     "settings": (4, layout.SETTINGS.size),
@@ -98,14 +103,33 @@ def attach_ingress(netns: str | None, port: str, prog: Path) -> None:
         raise
 
 
+def ip_in(netns: str | None, *args: str) -> list[str]:
+    """An ip command run in `netns` (None: the current namespace)."""
+    return ["ip", *(["-n", netns] if netns else []), *args]
+
+
+def attach_xdp(netns: str | None, port: str, prog: Path, mode: str) -> None:
+    """Attaches pinned XDP program `prog` to `port` in `mode` (a key of XDP_MODES); refuses a
+    port that has an XDP program already."""
+    result = subprocess.run(ip_in(netns, "link", "set", "dev", port, XDP_MODES[mode], "pinned", str(prog)),
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        busy = " (it has an XDP program already: frerlab dataplane down, or ip link set dev " \
+               f"{port} xdp off)" if "busy" in result.stderr else ""
+        raise bpfsys.BpfError(f"attaching {mode} XDP to {port} failed{busy}: {result.stderr.strip()}")
+
+
 def detach(netns: str | None, port: str) -> None:
-    """Removes `port`'s clsact qdisc and every filter on it; quiet if it is gone already."""
+    """Removes `port`'s clsact qdisc and every filter on it, and its XDP program in either
+    mode; quiet where they are gone already."""
     subprocess.run(tc_in(netns, "qdisc", "del", "dev", port, "clsact"), capture_output=True)
+    for keyword in XDP_MODES.values():
+        subprocess.run(ip_in(netns, "link", "set", "dev", port, keyword, "off"), capture_output=True)
 
 
 def ifindex(netns: str | None, port: str) -> int:
     """The interface index of `port` in `netns`."""
-    (link,) = json.loads(_run(["ip", *(["-n", netns] if netns else []), "-j", "link", "show", "dev", port]))
+    (link,) = json.loads(_run(ip_in(netns, "-j", "link", "show", "dev", port)))
     return link["ifindex"]
 
 
@@ -122,14 +146,17 @@ def remove_leftovers(name: str) -> None:
 class Node:
     """A FRER node on the ports `ports` of namespace `netns` (None: the current one)."""
 
-    def __init__(self, name: str, netns: str | None, ports: list[str]) -> None:
-        """A node not loaded yet (`with` or `__enter__` loads it); `name` names its pins."""
+    def __init__(self, name: str, netns: str | None, ports: list[str], xdp: bool = False) -> None:
+        """A node not loaded yet (`with` or `__enter__` loads it); `name` names its pins;
+        `xdp` loads the XDP program too."""
         if not 0 < len(ports) <= layout.MAX_PORTS:
             raise ValueError(f"{len(ports)} ports is out of range (1..={layout.MAX_PORTS})")
-        self.name, self.netns, self.ports = name, netns, list(ports)
+        self.name, self.netns, self.ports, self.xdp = name, netns, list(ports), xdp
         self.pin_dir = pin_path(name)
         self.maps: dict[str, bpfsys.Map] = {}
         self.attached: list[str] = []
+        #: per port it is attached to: "tc", "xdp native" or "xdp generic" (ingress)
+        self.hooks: dict[str, str] = {}
         self.n_identities = 0
 
     @classmethod
@@ -153,6 +180,10 @@ class Node:
         try:
             bpfsys.load_and_pin(OBJECT, self.pin_dir)
             self.maps = open_maps(self.pin_dir)
+            if self.xdp:
+                bpfsys.load_and_pin(XDP_OBJECT, self.pin_dir / "xdp", reuse=self.pin_dir / "maps")
+                for name in ("xdp_copies", "xdp_bridge"):
+                    self.maps[name] = bpfsys.Map(self.pin_dir / "xdp" / "maps" / name, 4, 4)
             for index, port in enumerate(self.ports):
                 ifindex = self.ifindex(port)
                 self.maps["port_of_ifindex"].update(layout.key(ifindex), layout.key(index))
@@ -180,6 +211,7 @@ class Node:
         flags = ((layout.STREAM_GENERATE if generate else 0) | (layout.STREAM_ENCODE if encode else 0)
                  | (layout.STREAM_RECOVER if recovery else 0))
         self.maps["streams"].update(layout.key(stream), layout.stream(flags, outs))
+        self._xdp_copies(stream, [self.ifindex(p) for p in outputs])
         if recovery:
             self.maps["rcvy"].update(layout.rcvy_key(stream), recovery.pack())
         self.maps["identities"].update(layout.key(self.n_identities), layout.match_all_identity(stream, mask))
@@ -195,6 +227,11 @@ class Node:
                                   o.vid, o.dmac, o.pcp) for o in outputs]
             self.maps["streams"].update(layout.key(stream), layout.stream(
                 flags, outs, plan.recovery_ports[stream], plan.individual_feeds[stream]))
+            self._xdp_copies(stream, [self.ifindex(o.port) for o in outputs if o.port != LOCAL])
+        if self.xdp:
+            for index, port in enumerate(self.ports):
+                if plan.bridge_mask >> index & 1:
+                    self.maps["xdp_bridge"].update(layout.key(self.ifindex(port)), layout.key(self.ifindex(port)))
         for r in plan.recoveries:
             self.maps["rcvy"].update(layout.rcvy_key(r.stream, r.instance), r.config.pack())
         for index, identity in enumerate(plan.identities):
@@ -203,17 +240,53 @@ class Node:
         self.maps["settings"].update(layout.key(0), layout.settings(self.n_identities, plan.bridge_mask,
                                                                     pvids=plan.pvids))
 
-    def attach(self, ingress: list[str] | None = None, egress: list[str] = ()) -> None:
+    def _xdp_copies(self, stream: int, ifindexes: list[int]) -> None:
+        """With XDP, a stream with several outputs gets a device map of them in xdp_copies
+        (pinned beside the program, so it goes with the node)."""
+        if not self.xdp or len(ifindexes) < 2:
+            return
+        path = self.pin_dir / "xdp" / f"copies{stream}"
+        path.unlink(missing_ok=True)
+        bpfsys.create_map(path, "devmap_hash", 4, 4, layout.MAX_OUTPUTS)
+        with bpfsys.Map(path, 4, 4) as copies:
+            for ifindex in ifindexes:
+                copies.update(layout.key(ifindex), layout.key(ifindex))
+            self.maps["xdp_copies"].update(layout.key(stream), layout.key(copies.fd))
+
+    def attach(self, ingress: list[str] | None = None, egress: list[str] = (),
+               xdp: dict[str, str] | None = None) -> None:
         """Attaches frer_ingress to the `ingress` ports (default: every port) and frer_egress
-        to the `egress` ports (clsact, direct action)."""
+        to the `egress` ports (clsact, direct action); an ingress port in `xdp` gets frer_xdp
+        instead, in the mode given there (native, or generic), native falling back to generic
+        where the driver has none. `hooks` says what each port got."""
         ingress = self.ports if ingress is None else ingress
+        xdp = xdp or {}
         for port in dict.fromkeys([*ingress, *egress]):
             self.ifindex(port)
-            add_clsact(self.netns, port)
             self.attached.append(port)
+            if port in ingress and port in xdp:
+                self.hooks[port] = f"xdp {self._attach_xdp(port, xdp[port])}"
+                if port not in egress:
+                    continue
+            add_clsact(self.netns, port)
             for hook, ports in (("ingress", ingress), ("egress", egress)):
-                if port in ports:
+                if port in ports and not (hook == "ingress" and port in xdp):
                     attach_hook(self.netns, port, self.pin_dir / f"frer_{hook}", hook)
+            self.hooks.setdefault(port, "tc")
+
+    def _attach_xdp(self, port: str, mode: str) -> str:
+        """Attaches frer_xdp to `port` in `mode`, or generic if native is refused; the mode."""
+        if not self.xdp:
+            raise ValueError(f"node {self.name} was loaded without XDP (Node(..., xdp=True))")
+        prog = self.pin_dir / "xdp" / "frer_xdp"
+        try:
+            attach_xdp(self.netns, port, prog, mode)
+        except bpfsys.BpfError as err:
+            if mode != "native" or "busy" in str(err):
+                raise
+            mode = "generic"
+            attach_xdp(self.netns, port, prog, mode)
+        return mode
 
     def recovery_state(self, stream: int, instance: int = 0) -> bytes:
         """struct frer_rcvy of a recovery function of the stream, read under its lock (one
@@ -246,12 +319,14 @@ class Node:
             m.close()
         self.maps.clear()
         self.attached.clear()
+        self.hooks.clear()
 
     def close(self) -> None:
         """Detaches and unpins everything; safe to call twice and after a failure."""
         for port in self.attached:
             detach(self.netns, port)
         self.attached.clear()
+        self.hooks.clear()
         for m in self.maps.values():
             m.close()
         self.maps.clear()
