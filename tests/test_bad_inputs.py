@@ -36,7 +36,7 @@ SECRET = ["root:$y$j9T$SecretSaltSecret$HashHashHashHashHashHashHashHashHash:197
           "name: a-secret-value-much-longer-than-any-token-frerlab-shows"]
 
 TALKER = {"name": "bad-in", "ports": ["t0a", "t0b"],
-          "stream-identity": [{"index": 1, "handle": 1, "out-facing": {"output-port": ["t0a"]},
+          "stream-identity": [{"index": 1, "handle": 1, "in-facing": {"input-port": ["t0a"]},
                                "ip-stream-identification": {"ip-destination": "198.18.0.2"}}],
           "sequence-generation": [{"index": 1, "stream": [1]}],
           "stream-forwarding": [{"stream": 1, "output-port": ["t0b", "t0a"]}]}
@@ -47,7 +47,7 @@ def talker(**changes) -> dict:
 
 
 def identity(index: int) -> dict:
-    return {"index": index, "handle": index, "in-facing": {"input-port": ["t0a"]},
+    return {"index": index, "handle": index, "out-facing": {"input-port": ["t0a"]},
             "ip-stream-identification": {"ip-destination": "198.18.0.2"}}
 
 
@@ -77,7 +77,7 @@ FILES = {
         "sequence-generation": [], "sequence-recovery": [{"index": 1, "stream": [1]}],
         "stream-forwarding": [{"stream": 1, "output-port": ["t0a"]}]})),
     "unknown-port.yaml": yaml.safe_dump(talker(ports=["nosuchif0"], **{
-        "stream-identity": [{**TALKER["stream-identity"][0], "out-facing": {"output-port": ["nosuchif0"]}}],
+        "stream-identity": [{**TALKER["stream-identity"][0], "in-facing": {"input-port": ["nosuchif0"]}}],
         "stream-forwarding": [{"stream": 1, "output-port": ["nosuchif0"]}]})),
     "valid.yaml": yaml.safe_dump(TALKER),
     "long-number.yaml": "ports: [" + "1" * 5000 + "]\n",

@@ -45,7 +45,7 @@ def test_hosts_push_runs_the_script_as_one_command_per_line():
 
 
 BASE = {"name": "sw", "ports": ["eth0", "eth1", "eth2"],
-        "stream-identity": [{"index": 1, "handle": 1, "in-facing": {"input-port": ["eth1", "eth2"]},
+        "stream-identity": [{"index": 1, "handle": 1, "out-facing": {"input-port": ["eth1", "eth2"]},
                              "null-stream-identification": {"destination-mac": "02:00:00:00:00:02", "vlan": 10}}],
         "sequence-recovery": [{"index": 1, "stream": [1], "history-length": 32, "reset-timeout": 100}],
         "stream-forwarding": [{"stream": 1, "output-port": ["eth0"]}]}
@@ -61,12 +61,12 @@ def _config(change=None):
 def test_every_identification_type_the_switch_has_keys_for_round_trips():
     data = copy.deepcopy(BASE)
     data["stream-identity"] += [
-        {"index": 2, "handle": 2, "in-facing": {"input-port": ["eth0"]},
+        {"index": 2, "handle": 2, "out-facing": {"input-port": ["eth0"]},
          "smac-vlan-stream-identification": {"source-mac": "02:00:00:00:00:03", "tagged": "tagged"}},
-        {"index": 3, "handle": 3, "in-facing": {"input-port": ["eth2"]},
+        {"index": 3, "handle": 3, "out-facing": {"input-port": ["eth2"]},
          "dmac-vlan-stream-identification": {"down": {"destination-mac": "02:00:00:00:00:04", "vlan": 20, "priority": 3},
                                              "up": {"destination-mac": "02:00:00:00:00:04", "vlan": 10, "priority": 5}}},
-        {"index": 4, "handle": 4, "in-facing": {"input-port": ["eth0"]},
+        {"index": 4, "handle": 4, "out-facing": {"input-port": ["eth0"]},
          "ip-stream-identification": {"ip-source": "10.0.0.1", "ip-destination": "10.0.0.2", "dscp": 46,
                                       "next-protocol": "tcp", "source-port": 7, "destination-port": 9}}]
     data["sequence-generation"] = [{"index": 5, "stream": [2, 4]}]
@@ -94,7 +94,8 @@ REFUSED = {
                                          "stream-forwarding": [{"stream": 1, "output-port": ["eth0", "eth1", "eth3"]}],
                                          "sequence-recovery": []}),
                      "3 output ports is out of range for lan966x: at most 2 output ports (LAN966X_FRER_MAX_PORTS"),
-    "latent errors": (lambda d: d["sequence-recovery"][0].update({"latent-error-detection": {"difference": 5}}),
+    "latent errors": (lambda d: d["sequence-recovery"][0].update({
+        "latent-error-detection": True, "latent-error-detection-parameters": {"difference": 5, "paths": 2}}),
                       "latent-error-detection is not exported: the LAN966x frer tool has no latent error detection"),
     "recovery on ports": (lambda d: d["sequence-recovery"][0].update({"port": ["eth1"]}),
                           "sequence recovery placed on ports (eth1) is not exported"),
@@ -107,7 +108,7 @@ REFUSED = {
     "priority tagged": (lambda d: d["stream-identity"][0]["null-stream-identification"].update(
         {"tagged": "priority", "vlan": 0}), "tagged: priority is not exported to lan966x"),
     "dmac rewrite": (lambda d: d["stream-identity"].__setitem__(0, {
-        "index": 1, "handle": 1, "in-facing": {"input-port": ["eth1"]}, "dmac-vlan-stream-identification": {
+        "index": 1, "handle": 1, "out-facing": {"input-port": ["eth1"]}, "dmac-vlan-stream-identification": {
             "down": {"destination-mac": "02:00:00:00:00:0b", "vlan": 20},
             "up": {"destination-mac": "02:00:00:00:00:02", "vlan": 10}}}),
         "rewrites the destination MAC (02:00:00:00:00:0b -> 02:00:00:00:00:02), which the LAN966x cannot do"),
@@ -154,9 +155,10 @@ def test_the_limits_themselves_are_exported():
 
 
 @pytest.mark.parametrize("config, message", [
-    ("sw1-replicate", "stream-identity 2: out-facing identification (frames this host sends, or a per-port rewrite"),
+    ("sw1-replicate", "stream-identity 2: identification of frames sent out of a port (in-facing input-port: frames "
+     "this host sends; out-facing output-port: a per-port rewrite"),
     ("sw2-eliminate", "stream-identity 1: dmac-vlan-stream-identification rewrites the destination MAC"),
-    ("talker-two-nics", "stream-identity 1: out-facing identification"),
+    ("talker-two-nics", "stream-identity 1: identification of frames sent out of a port"),
     ("listener-two-nics", "sequence-recovery 1: history-length 1024 is out of range for lan966x: 2..32"),
 ])
 def test_the_other_shipped_configs_are_refused_in_one_line(config, message, capsys):

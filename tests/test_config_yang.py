@@ -254,8 +254,9 @@ def test_absent_leaves_take_the_modules_defaults_on_import():
     assert got.algorithm == "vector"  # 10.4.1.5: the default is Vector_Alg
     assert got.reset_timeout == "never"  # 10.4.1.7 has no default: no timeout
     params = rec_schema["latent-error-detection-parameters"]["children"]
-    assert got.latent_error_detection.period == params["period"]["default"]
-    assert got.latent_error_detection.reset_period == params["reset-period"]["default"]
+    assert got.latent_error_detection is True
+    assert got.latent_error_detection_parameters.period == params["period"]["default"]
+    assert got.latent_error_detection_parameters.reset_period == params["reset-period"]["default"]
     ident = data[f"{SID}:stream-identity"][1]["ip-stream-identification"]
     assert "dscp" not in ident  # 64 (ignore) is outside inet:dscp
     assert import_yang(data, "test")[1].stream_identity[1].ip_stream_identification.dscp == 64
@@ -286,10 +287,19 @@ BAD = {
         "algorithm is not implemented by frerlab's data plane; use vector or match"),
     "two algorithms": (lambda d: _rec(d).update({"algorithm": {"vector": {}, "match": {}}}),
                        "sequence-recovery[index=1]/algorithm: give exactly one of vector, match"),
-    "direction on recovery": (lambda d: _rec(d).update({"direction-out-facing": False}),
-                              "sequence-recovery/direction-out-facing: placement by direction-out-facing"),
-    "read-only leaf": (lambda d: _rec(d).update({"invalid-sequence-value": 65536}),
-                       "sequence-recovery/invalid-sequence-value: is read-only state (config false)"),
+    "in-facing recovery": (lambda d: _rec(d).update({"direction-out-facing": False}),
+                           "sequence-recovery 1: direction-out-facing false (in-facing) is not implemented by the "
+                           "data plane"),
+    "out-facing generation": (
+        lambda d: d[f"{FRER}:frer"].update({"sequence-generation": [
+            {"index": 1, "stream": [1], "direction-out-facing": True}]}),
+        "sequence-generation 1: direction-out-facing true (out-facing) is not implemented by the data plane"),
+    "invalid sequence value in range": (
+        lambda d: _rec(d).update({"invalid-sequence-value": 5}),
+        "sequence-recovery[index=1]/invalid-sequence-value: 5 is not valid: it is read-only state naming a value no "
+        "R-TAG can carry (65536..4294967295; frerlab's is 65536)"),
+    "read-only leaf": (lambda d: _rec(d)["algorithm"]["vector"].update({"type-number": "vector"}),
+                       "algorithm/vector/type-number: is read-only state (config false)"),
     "reset action": (lambda d: _rec(d).update({"reset": True}),
                      "sequence-recovery[index=1]/reset: true is an action"),
     "latent without difference": (lambda d: _rec(d)["latent-error-detection-parameters"].pop("difference"),
@@ -311,7 +321,13 @@ BAD = {
         "stream-identity/mask-and-match-stream-identification: mask-and-match identification (802.1CBdb) is in "
         "frerlab's core but is not implemented by frerlab's data plane"),
     "lan-path-id": (lambda d: d[f"{SID}:stream-identity"][0].update({f"{FRER}:lan-path-id": 1}),
-                    f"stream-identity/{FRER}:lan-path-id: lan-path-id applies to HSR/PRP encapsulation"),
+                    f"stream-identity[index=1]/{FRER}:lan-path-id: 1 matches the LanId/PathId of HSR or PRP frames, "
+                    "whose encapsulation is not implemented by frerlab's data plane (r-tag only); valid: -1"),
+    "path-id-lan-id": (
+        lambda d: d[f"{FRER}:frer"].update({"sequence-identification": [
+            {"port": "down", "direction-out-facing": True, "stream": [1], "active": True, "path-id-lan-id": 1}]}),
+        "sequence-identification/path-id-lan-id: path-id-lan-id is used only with the HSR sequence tag or PRP "
+        "trailer (10.5.1.6)"),
     "unknown leaf": (lambda d: d[f"{SID}:stream-identity"][1]["ip-stream-identification"].update({"ttl": 1}),
                      "stream-identity[index=2]/ip-stream-identification/ttl: not a node frerlab reads (valid: "
                      "destination-mac, tagged"),
@@ -325,6 +341,15 @@ BAD = {
         {"destination-mac": "02-FE-00"}), "stream-identity.0.dmac-vlan-stream-identification.down.destination-mac: '02-FE-00' is not a MAC address"),
     "missing key": (lambda d: _rec(d).pop("index"), "sequence-recovery: the list key 'index' is missing"),
 }
+
+
+def test_nodes_that_change_nothing_here_are_accepted():
+    """lan-path-id -1 (ignore), invalid-sequence-value at or above RecovSeqSpace (state that
+    names frerlab's own), reset false (no effect) and the directions the data plane implements."""
+    data = _sw2()
+    data[f"{SID}:stream-identity"][0][f"{FRER}:lan-path-id"] = -1
+    _rec(data).update({"invalid-sequence-value": 65536, "reset": False, "direction-out-facing": True})
+    assert import_yang(data, "test")[1].model_dump() == import_yang(_sw2(), "test")[1].model_dump()
 
 
 @pytest.mark.parametrize("name", BAD)
@@ -467,7 +492,7 @@ def test_identification_split_pvids_ipv6_and_dscp_round_trip_and_follow_the_sche
 
     data = {"name": "talker1", "ports": ["up", "pa", "pb"], "port-settings": [{"port": "up", "pvid": 5}],
             "stream-identity": [
-                {"index": 1, "handle": 1, "in-facing": {"input-port": ["up"]},
+                {"index": 1, "handle": 1, "out-facing": {"input-port": ["up"]},
                  "ip-stream-identification": {"ip-destination": "2001:db8::2", "next-protocol": "udp", "dscp": 46}},
                 *({"index": i, "handle": i, "out-facing": {"output-port": ["pa"]},
                    "dmac-vlan-stream-identification": {

@@ -30,7 +30,7 @@ def member(index: int, handle: int, port: str, vid: int) -> dict:
 
 def test_a_talker_splits_one_port_into_a_copy_per_path_each_with_its_vlan():
     plan = compile_node(parse_config(node(
-        **{"stream-identity": [ip_identity(1, 1, **{"out-facing": {"output-port": ["eth0"]}}),
+        **{"stream-identity": [ip_identity(1, 1, **{"in-facing": {"input-port": ["eth0"]}}),
                                member(2, 11, "eth0", 10), member(3, 12, "eth0", 20)],
            "sequence-generation": [{"index": 1, "stream": [1]}],
            "stream-split": [{"port": "eth0", "input-id": [1], "output-id": [11, 12]}],
@@ -45,7 +45,7 @@ def test_a_talker_splits_one_port_into_a_copy_per_path_each_with_its_vlan():
 
 def test_an_eliminating_node_pops_the_tag_and_restores_the_up_values_for_the_host():
     plan = compile_node(parse_config(node(
-        **{"stream-identity": [{"index": i, "handle": 1, "in-facing": {"input-port": [p]},
+        **{"stream-identity": [{"index": i, "handle": 1, "out-facing": {"input-port": [p]},
                                 "dmac-vlan-stream-identification": {
                                     "down": {"destination-mac": L_MAC, "vlan": vid},
                                     "up": {"destination-mac": L_MAC, "vlan": 0}}}
@@ -67,7 +67,7 @@ def test_an_individual_recovery_entry_is_one_function_fed_by_its_ports():
     """YANG sequence-recovery `port`: "from which received packets are to be fed to a single
     instance of the Individual recovery function"; one entry per member stream."""
     plan = compile_node(parse_config(node(
-        **{"stream-identity": [ip_identity(1, 7, **{"in-facing": {"input-port": ["p1", "p2"]}})],
+        **{"stream-identity": [ip_identity(1, 7, **{"out-facing": {"input-port": ["p1", "p2"]}})],
            "sequence-recovery": [{"index": 1, "stream": [7], "port": ["p1"], "individual-recovery": True},
                                  {"index": 2, "stream": [7], "port": ["p2", "eth0"], "individual-recovery": True}],
            "stream-forwarding": [{"stream": 7, "output-port": ["eth0"]}]})))
@@ -81,7 +81,7 @@ def test_sequence_recovery_on_ports_is_one_function_on_each_port():
     """YANG sequence-recovery `port`: "the ports on each of which the system is to instantiate
     the Sequence recovery function"; without a port (frerlab) one for every frame."""
     plan = compile_node(parse_config(node(
-        **{"stream-identity": [ip_identity(1, 7, **{"in-facing": {"input-port": ["p1", "p2"]}})],
+        **{"stream-identity": [ip_identity(1, 7, **{"out-facing": {"input-port": ["p1", "p2"]}})],
            "sequence-recovery": [{"index": 1, "stream": [7], "port": ["eth0", "p1"]}],
            "stream-forwarding": [{"stream": 7, "output-port": ["eth0"]}]})))
     assert [(r.instance, r.ports) for r in plan.recoveries] == [(1, ["eth0"]), (2, ["p1"])]
@@ -89,9 +89,24 @@ def test_sequence_recovery_on_ports_is_one_function_on_each_port():
     assert not plan.streams[0][0] & layout.STREAM_RECOVER
 
 
+def test_placements_mean_what_the_yang_descriptions_say():
+    """ieee802-dot1cb-stream-identification 9.1.1.2-9.1.1.5: out-facing input-port is "coming
+    from the physical interface" (received: tc ingress), in-facing input-port "coming from the
+    system forwarding function" (this host's frames: tc egress); in-facing output-port, received
+    frames on their way to the forwarding function, is identified where they enter as well."""
+    def identities(placement):
+        plan = compile_node(parse_config(node(**{"stream-identity": [ip_identity(1, 7, **placement)],
+                                                 "stream-forwarding": [{"stream": 7, "output-port": ["p2"]}]})))
+        return [(i.direction, i.port_mask) for i in plan.identities]
+
+    assert identities({"out-facing": {"input-port": ["p1"]}}) == [(layout.DIR_INGRESS, 0b010)]
+    assert identities({"in-facing": {"output-port": ["p1"]}}) == [(layout.DIR_INGRESS, 0b010)]
+    assert identities({"in-facing": {"input-port": ["eth0"]}}) == [(layout.DIR_EGRESS, 0b001)]
+
+
 def test_defaults_cannot_black_a_stream_out_and_zero_is_not_never():
     def recovery(**fields):
-        cfg = parse_config(node(**{"stream-identity": [ip_identity(1, 7, **{"in-facing": {"input-port": ["p1"]}})],
+        cfg = parse_config(node(**{"stream-identity": [ip_identity(1, 7, **{"out-facing": {"input-port": ["p1"]}})],
                                    "sequence-recovery": [{"index": 1, "stream": [7], **fields}],
                                    "stream-forwarding": [{"stream": 7, "output-port": ["eth0"]}]}))
         (r,) = cfg.plan.recoveries
@@ -119,42 +134,73 @@ def test_defaults_cannot_black_a_stream_out_and_zero_is_not_never():
 @pytest.mark.parametrize("change, message", [
     ({"sequence-recovery": [{"index": 1, "stream": [1], "history-length": 0}]},
      "sequence-recovery.0.history-length: Input should be greater than or equal to 2 (got 0)"),
-    ({"stream-identity": [{"index": 1, "handle": 1, "in-facing": {"input-port": ["p9"]},
+    ({"stream-identity": [{"index": 1, "handle": 1, "out-facing": {"input-port": ["p9"]},
                            "null-stream-identification": {"destination-mac": L_MAC}}]},
      "port 'p9' is not one of ports (eth0, p1, p2)"),
-    ({"stream-identity": [{"index": 1, "handle": 1, "in-facing": {"input-port": ["p1"]},
+    ({"stream-identity": [{"index": 1, "handle": 1, "out-facing": {"input-port": ["p1"]},
                            "null-stream-identification": {"destination-mac": "02:fe"}}]},
      "'02:fe' is not a MAC address"),
-    ({"stream-identity": [ip_identity(1, 1, **{"in-facing": {"input-port": ["p1"]}})]},
+    ({"stream-identity": [ip_identity(1, 1, **{"out-facing": {"input-port": ["p1"]}})]},
      "stream 1 has no stream-forwarding entry"),
     ({"sequence-generation": [{"index": 1, "stream": [4]}]}, "stream 4 has no stream-identity (handles: none)"),
-    ({"stream-identity": [{"index": 1, "handle": 1, "in-facing": {"input-port": ["p1"]},
+    ({"stream-identity": [{"index": 1, "handle": 1, "out-facing": {"input-port": ["p1"]},
                            "ip-stream-identification": {"ip-source": "198.18.0.1", "ip-destination": "2001:db8::2"}}]},
      "of different IP versions"),
-    ({"stream-identity": [{"index": 1, "handle": 1, "in-facing": {"input-port": ["p1"]},
+    ({"stream-identity": [{"index": 1, "handle": 1, "out-facing": {"input-port": ["p1"]},
                            "ip-stream-identification": {"destination-port": 5001}}]},
      "ports need a next-protocol (udp, tcp or sctp)"),
     ({"sequence-recovery": [{"index": 1, "stream": [1], "port": ["p1"], "individual-recovery": True,
-                             "latent-error-detection": {"difference": 5}}]},
+                             "latent-error-detection": True,
+                             "latent-error-detection-parameters": {"difference": 5, "paths": 2}}]},
      "latent-error-detection is not allowed with individual-recovery"),
-    ({"stream-identity": [{"index": 1, "handle": 1, "in-facing": {"input-port": ["p1"]},
+    ({"sequence-recovery": [{"index": 1, "stream": [1], "latent-error-detection": {"difference": 5}}]},
+     "latent-error-detection is a boolean (802.1CB 10.4.1.11): write latent-error-detection: true and the "
+     "parameters in latent-error-detection-parameters"),
+    ({"sequence-recovery": [{"index": 1, "stream": [1], "latent-error-detection": True}]},
+     "latent-error-detection true needs latent-error-detection-parameters with difference and paths"),
+    ({"sequence-recovery": [{"index": 1, "stream": [1], "latent-error-detection": True,
+                             "latent-error-detection-parameters": {"difference": 5}}]},
+     "sequence-recovery.0: the latent error detection parameters need difference and paths"),
+    ({"sequence-recovery": [{"index": 1, "stream": [1], "latent-error-detection": True,
+                             "latent-error-detection-parameters": {"difference": -1, "paths": 2}}]},
+     "sequence-recovery.0.latent-error-detection-parameters.difference: Input should be greater than or equal to 0"),
+    ({"sequence-generation": [{"index": 1, "stream": [1], "direction-out-facing": True}]},
+     "sequence-generation 1: direction-out-facing true (out-facing) is not implemented by the data plane"),
+    ({"sequence-recovery": [{"index": 1, "stream": [1], "direction-out-facing": False}]},
+     "sequence-recovery 1: direction-out-facing false (in-facing) is not implemented by the data plane"),
+    ({"sequence-identification": [{"port": ["p1"], "stream": [1], "encapsulation": "hsr-sequence-tag"}]},
+     "encapsulation hsr-sequence-tag is not implemented by the data plane (valid: r-tag; the model also lists "
+     "hsr-sequence-tag, prp-sequence-tag, organization-specific)"),
+    ({"sequence-identification": [{"port": ["p1"], "stream": [1], "path-id-lan-id": 1}]},
+     "path-id-lan-id is used only with the HSR sequence tag or PRP trailer"),
+    ({"stream-identity": [ip_identity(1, 1, **{"out-facing": {"output-port": ["p1"]}})]},
+     "stream-identity 1: out-facing output-port p1 (frames going to the LAN, below the port's FRER functions) is "
+     "implemented only for dmac-vlan-stream-identification"),
+    ({"stream-identity": [{**member(1, 1, "p1", 10), "in-facing": {"input-port": ["p2"]}}]},
+     "stream-identity 1: dmac-vlan-stream-identification on in-facing input-port p2 is not implemented"),
+    ({"stream-identity": [ip_identity(1, 1, **{"in-facing": {"output-port": ["p1"]}})],
+      "sequence-recovery": [{"index": 1, "stream": [1], "port": ["p1"]}],
+      "stream-forwarding": [{"stream": 1, "output-port": ["p2"]}]},
+     "stream-identity 1: in-facing output-port p1 names stream 1 above the port's out-facing functions, but "
+     "sequence-recovery 1 is out-facing on p1"),
+    ({"stream-identity": [{"index": 1, "handle": 1, "out-facing": {"input-port": ["p1"]},
                            "mask-and-match-stream-identification": {}}]},
      "not by the eBPF data plane"),
-    ({"stream-identity": [ip_identity(1, 1, **{"in-facing": {"input-port": ["p1"]}})],
+    ({"stream-identity": [ip_identity(1, 1, **{"out-facing": {"input-port": ["p1"]}})],
       "stream-forwarding": [{"stream": 1, "output-port": [LOCAL, "p2"]}]},
      "'local' must be the last output port"),
-    ({"stream-identity": [ip_identity(1, 1, **{"out-facing": {"output-port": ["eth0"]}})],
+    ({"stream-identity": [ip_identity(1, 1, **{"in-facing": {"input-port": ["eth0"]}})],
       "sequence-identification": [{"port": ["p1", "p2"], "stream": [1], "active": False}],
       "stream-forwarding": [{"stream": 1, "output-port": ["p1", "p2"]}]},
      "must leave with an R-TAG"),
-    ({"stream-identity": [ip_identity(1, 1, **{"in-facing": {"input-port": ["p1"]}})],
+    ({"stream-identity": [ip_identity(1, 1, **{"out-facing": {"input-port": ["p1"]}})],
       "stream-split": [{"port": "p2", "input-id": [1], "output-id": [11]}],
       "stream-forwarding": [{"stream": 1, "output-port": ["p2"]}]},
      "output-id 11 has no dmac-vlan-stream-identification out-facing on p2"),
     ({"port-settings": [{"port": "p1", "pvid": 0}]},
      "port-settings.0.pvid: Input should be greater than or equal to 1 (got 0)"),
     ({"port-settings": [{"port": "p9", "pvid": 10}]}, "port-settings: port 'p9' is not one of ports"),
-    ({"stream-identity": [{**member(1, 1, "p1", 10), "in-facing": {"input-port": ["p1"]}, "out-facing": {},
+    ({"stream-identity": [{**member(1, 1, "p1", 10), "out-facing": {"input-port": ["p1"]},
                            "dmac-vlan-stream-identification": {
                                "down": {"destination-mac": L_MAC, "vlan": 10},
                                "up": {"destination-mac": L_MAC, "tagged": "priority", "vlan": 5}}}]},

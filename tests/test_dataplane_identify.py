@@ -37,7 +37,7 @@ def random_identity(rng: random.Random, index: int, handle: int) -> tuple[dict, 
     kind = rng.choice(["null", "smac", "dmac", "ip", "ip"])
     tagged = rng.choice(["tagged", "priority", "all"])
     vid = 0 if tagged == "priority" else rng.choice(VIDS)
-    base = {"index": index, "handle": handle, "in-facing": {"input-port": ["p0"]}}
+    base = {"index": index, "handle": handle, "out-facing": {"input-port": ["p0"]}}
     if kind == "null":
         mac = rng.choice(MACS)
         return ({**base, "null-stream-identification": {"destination-mac": mac, "tagged": tagged, "vlan": vid}},

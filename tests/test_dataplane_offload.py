@@ -54,12 +54,12 @@ def relay_configs(prefix: str):
     sends it on to the listener without its R-TAG. Other frames (ACKs) cross on path a."""
     sw1 = parse_config({
         "name": f"{prefix}-sw1", "ports": ["up", "pa", "pb"], "bridge-ports": ["up", "pa"],
-        "stream-identity": [{"index": 1, "handle": 1, "in-facing": {"input-port": ["up"]}, **TO_LISTENER}],
+        "stream-identity": [{"index": 1, "handle": 1, "out-facing": {"input-port": ["up"]}, **TO_LISTENER}],
         "sequence-generation": [{"index": 1, "stream": [1]}],
         "stream-forwarding": [{"stream": 1, "output-port": ["pa", "pb"]}]})
     sw2 = parse_config({
         "name": f"{prefix}-sw2", "ports": ["pa", "pb", "down"], "bridge-ports": ["pa", "down"],
-        "stream-identity": [{"index": 1, "handle": 1, "in-facing": {"input-port": ["pa", "pb"]}, **TO_LISTENER}],
+        "stream-identity": [{"index": 1, "handle": 1, "out-facing": {"input-port": ["pa", "pb"]}, **TO_LISTENER}],
         "sequence-recovery": [{"index": 1, "stream": [1], "history-length": 256}],
         "stream-forwarding": [{"stream": 1, "output-port": ["down"]}]})
     return sw1, sw2
@@ -204,12 +204,12 @@ def test_talker_end_station_numbers_its_own_tcp_segment_by_segment():
                 "nud", "permanent")
         talker = parse_config({
             "name": f"{net.prefix}-tal", "ports": ["t0a", "t0b"],
-            "stream-identity": [{"index": 1, "handle": 1, "out-facing": {"output-port": ["t0a"]}, **TO_LISTENER}],
+            "stream-identity": [{"index": 1, "handle": 1, "in-facing": {"input-port": ["t0a"]}, **TO_LISTENER}],
             "sequence-generation": [{"index": 1, "stream": [1]}],
             "stream-forwarding": [{"stream": 1, "output-port": ["t0b", "t0a"]}]})
         listener = parse_config({
             "name": f"{net.prefix}-lis", "ports": ["l0a", "l0b"],
-            "stream-identity": [{"index": 1, "handle": 1, "in-facing": {"input-port": ["l0a", "l0b"]},
+            "stream-identity": [{"index": 1, "handle": 1, "out-facing": {"input-port": ["l0a", "l0b"]},
                                  **TO_LISTENER}],
             "sequence-recovery": [{"index": 1, "stream": [1], "history-length": 256}],
             "stream-forwarding": [{"stream": 1, "output-port": ["local"]}]})

@@ -148,7 +148,7 @@ def up_node(stack: ExitStack, name: str, netns: str, cfg: dict) -> Node:
 
 
 def null_identity(index: int, handle: int, ports: list[str], dst: str, vid: int) -> dict:
-    return {"index": index, "handle": handle, "in-facing": {"input-port": ports},
+    return {"index": index, "handle": handle, "out-facing": {"input-port": ports},
             "null-stream-identification": {"destination-mac": dst, "tagged": "tagged", "vlan": vid}}
 
 
@@ -208,7 +208,7 @@ def test_a_pushed_tag_takes_its_pcp_from_the_socket_priority(counter_object):
         streams = {1: (5001, 10), 2: (5002, 20)}  # handle: (UDP port, VID)
         identities = []
         for handle, (port, vid) in streams.items():
-            identities.append({"index": handle, "handle": handle, "out-facing": {"output-port": ["t0"]},
+            identities.append({"index": handle, "handle": handle, "in-facing": {"input-port": ["t0"]},
                                "ip-stream-identification": {"ip-destination": LISTENER_IP,
                                                             "next-protocol": "udp", "destination-port": port}})
             identities.append({"index": 10 + handle, "handle": handle, "out-facing": {"output-port": ["t0"]},

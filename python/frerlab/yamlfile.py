@@ -143,6 +143,12 @@ def _model_at(model: type[BaseModel], loc: tuple) -> type[BaseModel] | None:
     return tp if isinstance(tp, type) and issubclass(tp, BaseModel) else None
 
 
+def _is_field(model: type[BaseModel] | None, loc: tuple, name: str) -> bool:
+    """Whether `name` is a field name of the model at `loc` (a name of frerlab's, not the file's)."""
+    parent = _model_at(model, loc) if model else None
+    return parent is not None and name in _fields(parent)
+
+
 def describe_error(err: ValidationError, source: str, model: type[BaseModel] | None = None) -> str:
     """One line per problem (at most MAX_LINES), naming the field path, what is wrong and what
     would be valid; never a text from the file longer than MAX_SHOWN."""
@@ -167,8 +173,8 @@ def describe_error(err: ValidationError, source: str, model: type[BaseModel] | N
         problems.append((loc, f"unknown field{'s' if len(keys) > 1 else ''} {', '.join(parts)}{valid}"))
     lines = []
     for loc, msg in problems:
-        path = ".".join(p if isinstance(p, str) and _TOKEN.fullmatch(p) else
-                        str(p) if isinstance(p, int) else "<key>" for p in loc)
+        path = ".".join(p if isinstance(p, str) and (_TOKEN.fullmatch(p) or _is_field(model, loc[:i], p)) else
+                        str(p) if isinstance(p, int) else "<key>" for i, p in enumerate(loc))
         lines.append(f"{source}: {path}: {msg}" if path else f"{source}: {msg}")
     if len(lines) > MAX_LINES:
         lines[MAX_LINES:] = [f"{source}: and {len(lines) - MAX_LINES} more problems"]

@@ -124,7 +124,7 @@ def _is1(ident, where: str) -> tuple[str, list[str], list[str], list[str]]:
 
 def _recovery_options(rec, where: str) -> str:
     timeout = rec.timeout_ns()
-    if rec.latent_error_detection is not None:
+    if rec.latent_error_detection:
         raise UsageError(f"{where}: latent-error-detection is not exported: the LAN966x frer tool has no "
                          "latent error detection (802.1CB 7.4.4 is left to software there); remove it")
     if not HISTORY[0] <= rec.history_length <= HISTORY[1]:
@@ -171,12 +171,13 @@ def export_lan966x(cfg: NodeConfig, chip_ports: dict[str, int] | None = None, so
     rules = []
     for ident in cfg.stream_identity:
         where = f"stream-identity {ident.index}"
-        if ident.out_facing.output_port:
-            raise UsageError(f"{where}: out-facing identification (frames this host sends, or a per-port rewrite "
-                             "of the copies) is not exported to lan966x: a switch identifies frames where they "
-                             "enter (in-facing input-port)")
+        if ident.sent() or ident.out_facing.output_port:
+            raise UsageError(f"{where}: identification of frames sent out of a port (in-facing input-port: frames "
+                             "this host sends; out-facing output-port: a per-port rewrite of the copies) is not "
+                             "exported to lan966x: a switch identifies frames where they enter (out-facing "
+                             "input-port)")
         keyset, keys, actions, extra = _is1(ident, where)
-        for p in ident.in_facing.input_port:
+        for p in ident.received():
             isdx.append((ident.handle, p))
             n = len(isdx)
             rules.append(f"vcap add {n} is1 {n} 0 {keyset} IF_IGR_PORT_MASK {_hex(1 << chip[p])} 0x1ff "
@@ -210,7 +211,7 @@ def export_lan966x(cfg: NodeConfig, chip_ports: dict[str, int] | None = None, so
     for (handle, port), (rec, _, _) in individual.items():
         if (handle, port) not in isdx:
             raise UsageError(f"sequence-recovery {rec.index}: stream {handle} is not identified on port {port} "
-                             "(no in-facing stream-identity there), so no member stream can feed this individual "
+                             "(no stream-identity of received frames there), so no member stream can feed this individual "
                              "recovery function")
     done: set[int] = set()
     for n, (handle, port) in enumerate(isdx, 1):
@@ -363,8 +364,8 @@ def _vcap(script: _Script, words: list[str], meta: dict[str, str]) -> None:
     else:
         kind = ("null-stream-identification", {"destination-mac": mac, **vlan})
     entry = script.identities.setdefault(index, {"index": index, "handle": handle,
-                                                 "in-facing": {"input-port": []}, kind[0]: kind[1]})
-    entry["in-facing"]["input-port"].append(ports[0])
+                                                 "out-facing": {"input-port": []}, kind[0]: kind[1]})
+    entry["out-facing"]["input-port"].append(ports[0])
 
 
 _RECOVERY_OPTIONS = ("enable", "alg", "hlen", "reset_time", "take_no_seq")

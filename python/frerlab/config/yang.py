@@ -104,7 +104,9 @@ def export_yang(cfg: NodeConfig) -> dict[str, Any]:
 
     frer: dict[str, Any] = {}
     if cfg.sequence_generation:
-        frer["sequence-generation"] = [{"index": g.index, "stream": list(g.stream)} for g in cfg.sequence_generation]
+        frer["sequence-generation"] = [{"index": g.index, "stream": list(g.stream),
+                                        "direction-out-facing": g.direction_out_facing}
+                                       for g in cfg.sequence_generation]
     every_frame, rates, recoveries = [], [], []
     for rec in cfg.sequence_recovery:
         where = f"sequence-recovery {rec.index}"
@@ -113,15 +115,16 @@ def export_yang(cfg: NodeConfig) -> dict[str, Any]:
             every_frame.append(rec.index)
             ports = [p for p in cfg.ports if any(p in identified.get(h, []) for h in rec.stream)]
         entry = {"index": rec.index, "stream": list(rec.stream), "port": ports,
-                 "algorithm": {rec.algorithm: {}}, "history-length": rec.history_length}
+                 "direction-out-facing": rec.direction_out_facing, "algorithm": {rec.algorithm: {}},
+                 "history-length": rec.history_length}
         timeout = rec.timeout_ns()
         if timeout is not None:  # `never`: the leaf has no default, absent = no timeout
             entry["reset-timeout"] = _ms(timeout, where)
         entry.update({"take-no-sequence": rec.take_no_sequence, "individual-recovery": rec.individual_recovery,
-                      "latent-error-detection": rec.latent_error_detection is not None})
-        if rec.latent_error_detection is not None:
+                      "latent-error-detection": rec.latent_error_detection})
+        if rec.latent_error_detection_parameters is not None:
             entry["latent-error-detection-parameters"] = {
-                k.replace("_", "-"): v for k, v in rec.latent_error_detection.model_dump().items()}
+                k.replace("_", "-"): v for k, v in rec.latent_error_detection_parameters.model_dump().items()}
         if rec.frame_rate is not None:
             rates.append({"index": rec.index, "frame-rate": _decimal(rec.frame_rate, where)})
         recoveries.append(entry)
@@ -205,6 +208,11 @@ def _mapping(value: object, path: str, allowed: tuple[str, ...], why: dict[str, 
     return value
 
 
+def _int_shown(value: object) -> str:
+    """A number from the file as a message shows it (anything else is only named)."""
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) and abs(value) < 2**64 else "the value"
+
+
 def _list(value: object, path: str) -> list:
     if not isinstance(value, list):
         raise UsageError(f"{path}: expected a JSON array (a YANG list or leaf-list)")
@@ -225,8 +233,8 @@ def _key(entry: dict, key: str, path: str) -> Any:
 
 _CONFIG_FALSE = "is read-only state (config false), not configuration"
 _NOT_IMPLEMENTED = "is not implemented by frerlab's data plane"
-_DIRECTION = ("placement by direction-out-facing is not in frerlab's vocabulary (frerlab places "
-              "generation and recovery where frames enter the node, see docs/config.md); remove it")
+#: RecovSeqSpace: the number of sequence numbers of an R-TAG (802.1CB 7.4.3.2.1).
+SEQ_SPACE = 65536
 
 
 def import_yang(data: object, source: str) -> tuple[dict[str, Any], NodeConfig]:
@@ -288,16 +296,20 @@ def import_yang(data: object, source: str) -> tuple[dict[str, Any], NodeConfig]:
 
 def _identity(entry: object, path: str) -> dict[str, Any]:
     types = tuple(_TYPE_LEAVES)
-    entry = _mapping(entry, path, ("index", "handle", "in-facing", "out-facing", *types), {
+    entry = _mapping(entry, path, ("index", "handle", "in-facing", "out-facing", f"{FRER_MODULE}:lan-path-id",
+                                   *types), {
         "mask-and-match-stream-identification": "mask-and-match identification (802.1CBdb) is in frerlab's "
         "core but " + _NOT_IMPLEMENTED + f"; use one of {', '.join(types)}",
         "organization-specific": f"organization-specific identification {_NOT_IMPLEMENTED}; use one of "
         f"{', '.join(types)}",
-        f"{FRER_MODULE}:lan-path-id": "lan-path-id applies to HSR/PRP encapsulation, which "
-        + _NOT_IMPLEMENTED + " (R-TAG only)",
         f"{FRER_MODULE}:auto-configured": _CONFIG_FALSE})
     index = _key(entry, "index", path)
     path = f"{path}[index={index}]"
+    lan_path_id = entry.get(f"{FRER_MODULE}:lan-path-id", -1)
+    if lan_path_id != -1:
+        raise UsageError(f"{path}/{FRER_MODULE}:lan-path-id: {_int_shown(lan_path_id)} matches the LanId/PathId of "
+                         "HSR or PRP frames, whose encapsulation " + _NOT_IMPLEMENTED + " (r-tag only); valid: -1 "
+                         "(ignore), or remove it")
     out: dict[str, Any] = {"index": index, "handle": entry.get("handle")}
     for facing in ("in-facing", "out-facing"):
         if facing in entry:
@@ -321,21 +333,28 @@ def _frerlab_macs(params: dict) -> dict[str, Any]:
 
 
 def _generation(entry: object, path: str) -> dict[str, Any]:
-    entry = _mapping(entry, path, ("index", "stream", "reset"), {"direction-out-facing": _DIRECTION})
+    entry = _mapping(entry, path, ("index", "stream", "direction-out-facing", "reset"))
     index = _key(entry, "index", path)
     if entry.get("reset") is True:
         raise UsageError(f"{path}[index={index}]/reset: true is an action, not configuration; reset a running "
                          "function with `frerlab dataplane reset`")
-    return {"index": index, "stream": entry.get("stream")}
+    out = {"index": index, "stream": entry.get("stream")}
+    if "direction-out-facing" in entry:
+        out["direction-out-facing"] = entry["direction-out-facing"]
+    return out
 
 
 def _recovery(entry: object, path: str, every_frame: set, rates: dict) -> dict[str, Any]:
     entry = _mapping(entry, path, (
-        "index", "stream", "port", "reset", "algorithm", "history-length", "reset-timeout", "take-no-sequence",
-        "individual-recovery", "latent-error-detection", "latent-error-detection-parameters"),
-        {"direction-out-facing": _DIRECTION, "invalid-sequence-value": _CONFIG_FALSE})
+        "index", "stream", "port", "direction-out-facing", "reset", "algorithm", "history-length", "reset-timeout",
+        "invalid-sequence-value", "take-no-sequence", "individual-recovery", "latent-error-detection",
+        "latent-error-detection-parameters"))
     index = _key(entry, "index", path)
     path = f"{path}[index={index}]"
+    invalid = entry.get("invalid-sequence-value", SEQ_SPACE)
+    if not isinstance(invalid, int) or isinstance(invalid, bool) or not SEQ_SPACE <= invalid < 2**32:
+        raise UsageError(f"{path}/invalid-sequence-value: {_int_shown(invalid)} is not valid: it is read-only state "
+                         f"naming a value no R-TAG can carry ({SEQ_SPACE}..4294967295; frerlab's is {SEQ_SPACE})")
     if entry.get("reset") is True:
         raise UsageError(f"{path}/reset: true is an action, not configuration; reset a running function with "
                          "`frerlab dataplane reset`")
@@ -351,21 +370,18 @@ def _recovery(entry: object, path: str, every_frame: set, rates: dict) -> dict[s
     out["algorithm"] = name
     out["history-length"] = entry.get("history-length", 2)  # the YANG default (10.4.1.6)
     out["reset-timeout"] = entry.get("reset-timeout", "never")  # no default: absent is no timeout
-    for leaf in ("take-no-sequence", "individual-recovery"):
+    for leaf in ("direction-out-facing", "take-no-sequence", "individual-recovery", "latent-error-detection"):
         if leaf in entry:
             out[leaf] = entry[leaf]
-    params = entry.get("latent-error-detection-parameters")
-    if entry.get("latent-error-detection") is True:
-        params = _mapping(params or {}, f"{path}/latent-error-detection-parameters",
+    if "latent-error-detection-parameters" in entry:
+        params = _mapping(entry["latent-error-detection-parameters"], f"{path}/latent-error-detection-parameters",
                           ("difference", "period", "paths", "reset-period"))
-        for leaf in ("difference", "paths"):  # no YANG default, and frerlab needs them
-            if leaf not in params:
-                raise UsageError(f"{path}/latent-error-detection-parameters/{leaf} is missing: latent error "
-                                 f"detection needs difference and paths (10.4.1.12)")
-        out["latent-error-detection"] = dict(params)
-    elif params:
-        raise UsageError(f"{path}/latent-error-detection-parameters: given without latent-error-detection "
-                         "true; set it true or remove the parameters")
+        if entry.get("latent-error-detection") is True:
+            for leaf in ("difference", "paths"):  # no YANG default, and frerlab needs them
+                if leaf not in params:
+                    raise UsageError(f"{path}/latent-error-detection-parameters/{leaf} is missing: latent error "
+                                     f"detection needs difference and paths (10.4.1.12)")
+        out["latent-error-detection-parameters"] = dict(params)
     if index in rates:
         out["frame-rate"] = rates[index]
     return out
@@ -383,8 +399,8 @@ def _sequence_identification(entries: list) -> list[dict[str, Any]]:
     grouped: dict[str, dict[str, Any]] = {}
     for entry in entries:
         entry = _mapping(entry, path, ("port", "direction-out-facing", "stream", "active", "encapsulation"),
-                         {"path-id-lan-id": "path-id-lan-id applies to HSR/PRP encapsulation, which "
-                          + _NOT_IMPLEMENTED + " (R-TAG only)"})
+                         {"path-id-lan-id": "path-id-lan-id is used only with the HSR sequence tag or PRP "
+                          "trailer (10.5.1.6), whose encapsulation " + _NOT_IMPLEMENTED + " (r-tag only); remove it"})
         port = _key(entry, "port", path)
         where = f"{path}[port={_shown(port)}]"
         _outward(entry, where)

@@ -120,10 +120,10 @@ def _replicate(b: _Builder, d: _Direction, at_host: bool) -> None:
     """Sequence generation and one copy per path, each with its path's VLAN."""
     ip = {"ip-destination": d.dst_ip}
     if at_host:
-        b.identity(d.handle, {"out-facing": {"output-port": [HOST_PORT]}}, "ip-stream-identification", ip)
+        b.identity(d.handle, {"in-facing": {"input-port": [HOST_PORT]}}, "ip-stream-identification", ip)
         outputs = {path: HOST_PORT for path in PATH_VLANS}
     else:
-        b.identity(d.handle, {"in-facing": {"input-port": [SWITCH_HOST_PORT]}}, "ip-stream-identification", ip)
+        b.identity(d.handle, {"out-facing": {"input-port": [SWITCH_HOST_PORT]}}, "ip-stream-identification", ip)
         outputs = PATH_PORTS
     for path, port in outputs.items():
         b.identity(_member(d, path), {"out-facing": {"output-port": [port]}}, "dmac-vlan-stream-identification",
@@ -139,13 +139,14 @@ def _eliminate(b: _Builder, d: _Direction, rec: Recovery, at_host: bool) -> None
     """The copies of both paths are one compound stream: sequence recovery, then on to the host."""
     for path in PATH_VLANS:
         port = HOST_PORT if at_host else PATH_PORTS[path]
-        b.identity(d.handle, {"in-facing": {"input-port": [port]}}, "dmac-vlan-stream-identification",
+        b.identity(d.handle, {"out-facing": {"input-port": [port]}}, "dmac-vlan-stream-identification",
                    _active(d.dst_mac, PATH_VLANS[path]))
     b.add("sequence-recovery", {
         "stream": [d.handle], "algorithm": rec.algorithm, "history-length": rec.history_length,
         "reset-timeout": rec.reset_timeout_ms,
-        "latent-error-detection": {"difference": rec.latent_difference, "period": rec.latent_period_ms,
-                                   "paths": 2, "reset-period": 30 * rec.latent_period_ms}})
+        "latent-error-detection": True,
+        "latent-error-detection-parameters": {"difference": rec.latent_difference, "period": rec.latent_period_ms,
+                                              "paths": 2, "reset-period": 30 * rec.latent_period_ms}})
     b.add("stream-forwarding", {"stream": d.handle, "output-port": [LOCAL if at_host else SWITCH_HOST_PORT]})
 
 
@@ -154,6 +155,6 @@ def _relay(b: _Builder, d: _Direction, from_paths: bool) -> None:
     for path, vid in PATH_VLANS.items():
         port_in, port_out = ((PATH_PORTS[path], SWITCH_HOST_PORT) if from_paths
                              else (SWITCH_HOST_PORT, PATH_PORTS[path]))
-        b.identity(_member(d, path), {"in-facing": {"input-port": [port_in]}}, "null-stream-identification",
+        b.identity(_member(d, path), {"out-facing": {"input-port": [port_in]}}, "null-stream-identification",
                    {"destination-mac": d.dst_mac, "tagged": "tagged", "vlan": vid})
         b.add("stream-forwarding", {"stream": _member(d, path), "output-port": [port_out]})
