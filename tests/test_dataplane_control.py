@@ -49,17 +49,20 @@ def send_stream(net: Namespaces, talker: str, listener: str, count: int, rate: s
                              ["--rate-fps", rate, "--count", str(count)], Path(tmp)).stream()
 
 
-@pytest.fixture
-def relays():
+@pytest.fixture(params=["tc", "auto"])
+def relays(request):
     """talker - sw1 - paths a, b - sw2 - listener, with sw1 and sw2 up from the example
-    configurations through the control API; everything removed afterwards."""
-    with relay_topology() as topology:
+    configurations through the control API; everything removed afterwards. Under "auto" both
+    take tc: sw1's copies differ per path, and every port is a veth."""
+    hooks = {"sw1": {"hook": "auto"}, "sw2": {"hook": "auto"}} if request.param == "auto" else {}
+    with relay_topology(hooks.get("sw2", {}), sw1_changes=hooks.get("sw1", {})) as topology:
         yield topology
 
 
 @contextmanager
-def relay_topology(**sw2_changes):
-    """The relays' topology, sw2's configuration changed by `sw2_changes` (config fields)."""
+def relay_topology(sw2_changes: dict | None = None, sw1_changes: dict | None = None):
+    """The relays' topology, the switches' configurations changed by `sw1_changes` and
+    `sw2_changes` (config fields)."""
     names = []
     with Namespaces(prefix()) as net:
         net.add("tal", "sw1", "sw2", "lis")
@@ -73,7 +76,7 @@ def relay_topology(**sw2_changes):
         net.run("tal", "ip", "neigh", "replace", "198.18.0.2", "lladdr", LISTENER_MAC, "dev", "t0", "nud", "permanent")
         try:
             for role, file in (("sw1", "sw1-replicate.yaml"), ("sw2", "sw2-eliminate.yaml")):
-                changes = sw2_changes if role == "sw2" else {}
+                changes = (sw2_changes if role == "sw2" else sw1_changes) or {}
                 cfg = config(file, name=f"{net.prefix}-{role}", **changes)
                 names.append(cfg.name)
                 control.up(cfg, net.ns[role])
@@ -85,6 +88,10 @@ def relay_topology(**sw2_changes):
 
 def test_relays_deliver_each_frame_once_with_active_identification_on_path_b(relays):
     net, (sw1, sw2) = relays
+    status = control.status(sw2), control.status(sw1)
+    assert {p["received"] for s in status for p in s["ports"]} == {"tc"}
+    if status[0]["hook"] == "auto":
+        assert "veth" in status[0]["note"] and "rewritten differently" in status[1]["note"]
     stream = send_stream(net, "tal", "lis", 3000)
     assert (stream["expected"], stream["unique"], stream["lost"], stream["duplicates"]) == (3000, 3000, 0, 0)
     s1, s2 = control.snapshot(sw1), control.snapshot(sw2)
@@ -107,8 +114,8 @@ def test_sequence_recovery_on_a_port_sees_only_that_ports_frames(placement, dupl
     path a's copies, so path b's go through unchecked (802.1CB 10.4.1.2: per port)."""
     sw2 = load_config(CONFIGS / "sw2-eliminate.yaml")
     (rec,) = sw2.sequence_recovery
-    moved = rec.model_copy(update={"port": placement, "latent_error_detection": None})
-    with relay_topology(sequence_recovery=[moved]) as (net, (_, sw2_name)), tempfile.TemporaryDirectory() as tmp:
+    moved = rec.model_copy(update={"port": placement, "latent_error_detection": False})
+    with relay_topology({"sequence_recovery": [moved]}) as (net, (_, sw2_name)), tempfile.TemporaryDirectory() as tmp:
         reports = stream_across(net.exec("tal", []), net.exec("lis", []), "198.18.0.2",
                                 ["--rate-fps", "10k", "--count", "3000"], Path(tmp))
         (st,) = control.snapshot(sw2_name)["streams"]
@@ -157,7 +164,8 @@ def test_latent_error_alarm_when_path_b_dies(relays):
     assert alarms and int(alarms.group(2)) >= 1, table
 
 
-def test_end_stations_replicate_on_talker_egress_and_eliminate_on_listener_ingress():
+@pytest.mark.parametrize("hook", ["tc", "xdp"])
+def test_end_stations_replicate_on_talker_egress_and_eliminate_on_listener_ingress(hook):
     with Namespaces(prefix()) as net:
         net.add("tal", "lis")
         net.link("tal", "t0a", "lis", "l0a", mtu=1506)
@@ -169,13 +177,14 @@ def test_end_stations_replicate_on_talker_egress_and_eliminate_on_listener_ingre
         net.run("lis", "ip", "addr", "add", "198.18.0.2/24", "dev", "l0a")
         net.run("tal", "ip", "neigh", "replace", "198.18.0.2", "lladdr", mac, "dev", "t0a", "nud", "permanent")
         talker = config("talker-two-nics.yaml", name=f"{net.prefix}-tal")
-        listener = config("listener-two-nics.yaml", name=f"{net.prefix}-lis")
+        listener = config("listener-two-nics.yaml", name=f"{net.prefix}-lis", hook=hook)
         try:
             control.up(talker, net.ns["tal"])
             control.up(listener, net.ns["lis"])
             stream = send_stream(net, "tal", "lis", 3000)
             snap = control.snapshot(listener.name)
             sent = control.snapshot(talker.name)
+            hooks = {p["port"]: p["received"] for p in control.status(listener.name)["ports"]}
         finally:
             control.down(talker.name)
             control.down(listener.name)
@@ -197,8 +206,12 @@ def test_end_stations_replicate_on_talker_egress_and_eliminate_on_listener_ingre
             "one copy per number on each path: nothing for individual recovery to drop"
     compound = by_fn[("sequence", None)]
     assert compound["passed_packets"] == compound["discarded_packets"] == by_fn[("individual", "l0a")]["passed_packets"]
-    assert ports["l0a"]["reinjected"] + ports["l0b"]["reinjected"] == compound["passed_packets"], \
-        "every passed frame came up once more, without its R-TAG, and was counted"
+    if hook == "tc":
+        assert ports["l0a"]["reinjected"] + ports["l0b"]["reinjected"] == compound["passed_packets"], \
+            "every passed frame came up once more, without its R-TAG, and was counted"
+    else:
+        assert hooks == {"l0a": "xdp native", "l0b": "xdp native"}
+        assert ports["l0a"]["reinjected"] + ports["l0b"]["reinjected"] == 0, "XDP hands frames up once"
 
 
 def test_down_clears_a_crashed_up_and_is_idempotent():

@@ -1,4 +1,4 @@
-"""Command-line verbs of the data plane: `frerlab dataplane up|down|stats|monitor`."""
+"""Command-line verbs of the data plane: `frerlab dataplane up|down|status|stats|monitor|reset`."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ see docs/dataplane.md and the examples in configs/dataplane/.
 
 examples:
   frerlab dataplane up --config configs/dataplane/sw1-replicate.yaml --netns sw1
+  frerlab dataplane status                      # the hook of each port: tc, xdp native/generic
   frerlab dataplane stats --name sw1
   frerlab dataplane stats --name sw2 --prometheus > /var/lib/node_exporter/frer.prom
   frerlab dataplane monitor --name sw2          # latent error detection in the foreground
@@ -52,6 +53,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _name(which)
     which.add_argument("--all", action="store_true", help="every data plane `up` started")
     down.set_defaults(func=_down)
+
+    status = verbs.add_parser("status", help="running data planes and the hook (tc, XDP native or "
+                                             "generic) of each port")
+    status.add_argument("--name", help="only this data plane (default: every one `up` started)")
+    status.add_argument("--json", action="store_true", help="as JSON")
+    status.set_defaults(func=_status)
 
     st = verbs.add_parser("stats", help="counters: a table, --json or --prometheus")
     _name(st)
@@ -90,6 +97,11 @@ def _up(args: argparse.Namespace) -> int:
     where = f" in netns {state['netns']}" if state["netns"] else ""
     print(f"data plane {state['name']} up{where} on {', '.join(state['attached'])}"
           + (f"; latent error monitor pid {state['monitor_pid']}" if state["monitor_pid"] else ""))
+    for port, hook in state["hooks"].items():
+        if hook != "tc":
+            print(f"  {port}: frames received run on {hook}")
+    if state["hook_note"]:
+        print(f"  hook {cfg.hook}: {state['hook_note']}")
     for change in state["changes"]:
         print(f"  {change}")
     return 0
@@ -100,6 +112,22 @@ def _down(args: argparse.Namespace) -> int:
     for name in names:
         found = control.down(name)
         print(f"data plane {name} {'removed' if found else 'was not up'}")
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    records = [control.status(name) for name in ([args.name] if args.name else control.running_names())]
+    if args.json:
+        print(json.dumps(records, indent=1))
+        return 0
+    if not records:
+        print("no data plane is up")
+    for r in records:
+        where = f" in netns {r['netns']}" if r["netns"] else ""
+        print(f"{r['name']}{where}: hook {r['hook']}" + (f" ({r['note']})" if r["note"] else ""))
+        for p in r["ports"]:
+            hooks = [f"{what} {hook}" for what, hook in (("received", p["received"]), ("sent", p["sent"])) if hook]
+            print(f"  {p['port']}: {', '.join(hooks)}")
     return 0
 
 

@@ -1,7 +1,8 @@
 """Bringing a configured data plane up and down across commands, and reading it.
 
-`up` loads bpf/frer.o as a Node named after the configuration, writes the compiled
-configuration into its maps, attaches it and leaves it running after the command ends. Before
+`up` loads bpf/frer.o as a Node named after the configuration (with bpf/frer_xdp.o where the
+configuration's `hook` takes XDP: frerlab.dataplane.hooks), writes the compiled configuration
+into its maps, attaches it and leaves it running after the command ends. Before
 that it makes the ports fit (frerlab.dataplane.interfaces: offloads that merge frames or defer
 segmentation off, MTUs that take R-tagged frames) and says what it changed. What it needs to
 find and remove the data plane later (namespace, ports, configuration, what it changed on the
@@ -21,9 +22,9 @@ import sys
 import time
 from pathlib import Path
 
-from frerlab.dataplane import bpfsys, interfaces, layout
+from frerlab.dataplane import bpfsys, hooks, interfaces, layout
 from frerlab.dataplane.config import NodeConfig, NodePlan, parse_config
-from frerlab.dataplane.node import OBJECT, Node, detach, pin_path, possible_cpus
+from frerlab.dataplane.node import OBJECT, XDP_OBJECT, Node, detach, pin_path, possible_cpus
 from frerlab import processes
 from frerlab.errors import UsageError
 from frerlab.frer import LatentErrorDetector
@@ -81,8 +82,9 @@ def probe(netns: str | None) -> None:
     for tool, package in (("tc", "iproute2"), ("ip", "iproute2"), ("bpftool", "bpftool"), ("ethtool", "ethtool")):
         if shutil.which(tool) is None:
             raise UsageError(f"{tool} is not installed (apt-get install {package})")
-    if not OBJECT.exists():
-        raise UsageError(f"{OBJECT} is not built (run `make bpf`, which needs clang)")
+    for obj in (OBJECT, XDP_OBJECT):
+        if not obj.exists():
+            raise UsageError(f"{obj} is not built (run `make bpf`, which needs clang)")
     if not Path("/sys/kernel/btf/vmlinux").exists():
         raise UsageError("the kernel has no BTF (/sys/kernel/btf/vmlinux): bpf_spin_lock in the "
                          "recovery maps needs CONFIG_DEBUG_INFO_BTF=y")
@@ -122,20 +124,22 @@ def up(cfg: NodeConfig, netns: str | None = None, monitor: bool = True) -> dict:
         raise UsageError(f"a data plane named {name!r} is up already; `frerlab dataplane down "
                          f"--name {name}` first, or give this one another name")
     attached = sorted(set(plan.ingress_ports) | set(plan.egress_ports))
+    xdp, hook_note = hooks.choose(cfg.hook, plan, netns)
     ports = interfaces.survey(netns, plan, attached)  # refuses an MTU it cannot set, changing nothing
     state = {"name": name, "netns": netns, "attached": attached,
              "config": cfg.model_dump(mode="json", by_alias=False), "monitor_pid": None,
-             "interfaces": ports.record(), "started": time.time()}
+             "interfaces": ports.record(), "started": time.time(), "hooks": {}, "hook_note": hook_note}
     write_atomic(state_path(name), json.dumps(state, indent=1))  # first: `down` can undo a crash
-    node = Node(name, netns, plan.ports)
+    node = Node(name, netns, plan.ports, xdp=bool(xdp))
     try:
         state["changes"] = interfaces.apply(netns, ports)
         node.__enter__()
         node.apply(plan)
-        node.attach(plan.ingress_ports, plan.egress_ports)
+        node.attach(plan.ingress_ports, plan.egress_ports, xdp=xdp)
+        state["hooks"] = dict(node.hooks)
         if monitor and any(r.latent for r in plan.recoveries):
             state["monitor_pid"] = _start_monitor(name)
-            write_atomic(state_path(name), json.dumps(state, indent=1))
+        write_atomic(state_path(name), json.dumps(state, indent=1))
     except BaseException:
         node.close()
         down(name)
@@ -178,6 +182,19 @@ def down(name: str) -> bool:
     if STATE_DIR.is_dir() and not any(STATE_DIR.iterdir()):
         STATE_DIR.rmdir()
     return found
+
+
+def status(name: str) -> dict:
+    """What runs data plane `name`: its configured hook, per attached port the hook of the
+    frames it receives (tc, xdp native or xdp generic; frames the host sends are always tc's),
+    and under `auto` why tc was taken."""
+    state = read_state(name)
+    plan = parse_config(state["config"], f"state of {name}").plan
+    return {"name": name, "netns": state["netns"], "hook": state["config"].get("hook", "tc"),
+            "note": state.get("hook_note"),
+            "ports": [{"port": port, "received": state.get("hooks", {}).get(port) if port in plan.ingress_ports
+                       else None, "sent": "tc" if port in plan.egress_ports else None}
+                      for port in state["attached"]]}
 
 
 def _running(name: str) -> tuple[dict, NodePlan, Node]:
