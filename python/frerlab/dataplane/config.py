@@ -11,7 +11,7 @@ error names the field path and what would be valid. Example (the seeds' SW1, rep
     name: sw1
     ports: [up, pa, pb]
     stream-identity:
-      - {index: 1, handle: 1, in-facing: {input-port: [up]},
+      - {index: 1, handle: 1, out-facing: {input-port: [up]},
          ip-stream-identification: {ip-destination: 198.18.0.2, next-protocol: udp}}
     sequence-generation: [{index: 1, stream: [1]}]
     stream-forwarding: [{stream: 1, output-port: [pa, pb]}]
@@ -62,9 +62,13 @@ class _Model(BaseModel):
 
 
 class Facing(_Model):
-    """Where an identity applies. frerlab identifies frames where they enter the node: on
-    `input-port` when received (in-facing), on `output-port` when this host sends them
-    (out-facing: the talker end-station role)."""
+    """Where an identity applies, as ieee802-dot1cb-stream-identification describes it
+    (9.1.1.2-9.1.1.5): out-facing `input-port`, frames coming from the port's LAN;
+    in-facing `input-port`, frames coming from the system forwarding function towards the
+    port (here: frames this host sends out of it, the talker end-station role); out-facing
+    `output-port`, frames going to the LAN (here: only the per-port rewrite of an active
+    dmac-vlan identity); in-facing `output-port`, received frames going towards the
+    forwarding function, above the port's out-facing functions."""
 
     input_port: list[Port] = Field(default_factory=list, max_length=layout.MAX_PORTS)
     output_port: list[Port] = Field(default_factory=list, max_length=layout.MAX_PORTS)
@@ -173,37 +177,68 @@ class StreamIdentity(_Model):
             raise ValueError(f"stream-identity {self.index} needs exactly one of "
                              f"{', '.join(t.replace('_', '-') for t in _TYPES)}; has "
                              f"{len(self.types())}")
-        if self.in_facing.output_port or self.out_facing.input_port:
-            raise ValueError("frerlab identifies frames where they enter the node: use in-facing "
-                             "input-port (received frames) or out-facing output-port (frames this "
-                             "host sends)")
-        if not (self.in_facing.input_port or self.out_facing.output_port):
-            raise ValueError(f"stream-identity {self.index} is placed on no port (in-facing "
-                             "input-port or out-facing output-port)")
+        where = f"stream-identity {self.index}"
+        active = self.dmac_vlan_stream_identification is not None
+        if self.out_facing.output_port and not active:
+            raise ValueError(f"{where}: out-facing output-port {', '.join(self.out_facing.output_port)} (frames "
+                             "going to the LAN, below the port's FRER functions) is implemented only for "
+                             "dmac-vlan-stream-identification (it rewrites the copies sent there); identify "
+                             "frames this host sends with in-facing input-port")
+        if self.in_facing.input_port and active:
+            raise ValueError(f"{where}: dmac-vlan-stream-identification on in-facing input-port "
+                             f"{', '.join(self.in_facing.input_port)} is not implemented by the data plane; place "
+                             "it out-facing: input-port (frames from the LAN, identified by the down values) or "
+                             "output-port (the copies sent there get the down values)")
+        if not (self.received() or self.sent() or self.out_facing.output_port):
+            raise ValueError(f"{where} is placed on no port (out-facing input-port: received frames; in-facing "
+                             "input-port: frames this host sends)")
         return self
 
     def types(self) -> list[str]:
         return [t for t in _TYPES if getattr(self, t) is not None]
 
+    def received(self) -> list[str]:
+        """The ports where this identity identifies received frames (tc ingress): out-facing
+        input-port, then in-facing output-port."""
+        return list(dict.fromkeys([*self.out_facing.input_port, *self.in_facing.output_port]))
 
+    def sent(self) -> list[str]:
+        """The ports where this identity identifies frames this host sends (tc egress)."""
+        return list(self.in_facing.input_port)
+
+
+#: The encapsulation choices of ieee802-dot1cb-frer (10.5.1.5); the data plane implements r-tag.
+ENCAPSULATIONS = ("r-tag", "hsr-sequence-tag", "prp-sequence-tag", "organization-specific")
 _TYPES = ("null_stream_identification", "smac_vlan_stream_identification",
           "dmac_vlan_stream_identification", "ip_stream_identification")
 
 
 class SequenceGeneration(_Model):
-    """sequence-generation[index]: the streams numbered here (before replication)."""
+    """sequence-generation[index]: the streams numbered here (before replication). The data
+    plane numbers each frame once, where it is identified, before it is copied: the in-facing
+    side (`direction-out-facing: false`, the only value it implements)."""
 
     index: int = Field(ge=0)
     stream: list[int] = Field(min_length=1, max_length=MAX_ENTRIES)
+    direction_out_facing: bool = False
+
+    @model_validator(mode="after")
+    def _in_facing(self) -> SequenceGeneration:
+        if self.direction_out_facing:
+            raise ValueError(f"sequence-generation {self.index}: direction-out-facing true (out-facing) is not "
+                             "implemented by the data plane, which numbers each frame once where it is identified, "
+                             "before replication (in-facing); use false")
+        return self
 
 
 class LatentErrorDetection(_Model):
-    """Latent error detection (802.1CB 7.4.4); periods in milliseconds."""
+    """latent-error-detection-parameters (802.1CB 7.4.4, 10.4.1.12); periods in milliseconds,
+    defaults the module's; `difference` and `paths` have none there and are required."""
 
-    difference: int = Field(ge=0)
-    period: int = Field(2000, ge=1)
-    paths: int = Field(2, ge=2, le=8)
-    reset_period: int = Field(30000, ge=1)
+    difference: int = Field(ge=0, lt=2**31)
+    period: int = Field(2000, ge=1, lt=2**32)
+    paths: int = Field(ge=2, le=8)
+    reset_period: int = Field(30000, ge=1, lt=2**32)
 
 
 class SequenceRecovery(_Model):
@@ -222,7 +257,9 @@ class SequenceRecovery(_Model):
         None, description="milliseconds, or never; default frerlab's (frerlab.frer.default_reset_timeout_ns)")
     take_no_sequence: bool = False
     individual_recovery: bool = False
-    latent_error_detection: LatentErrorDetection | None = None
+    direction_out_facing: bool = True
+    latent_error_detection: bool = False
+    latent_error_detection_parameters: LatentErrorDetection | None = None
     frame_rate: float | None = Field(None, gt=0, le=1e9, description="frerlab: the most frames/s the "
                                      "stream carries, to check that individual recovery cannot lock out")
 
@@ -232,7 +269,19 @@ class SequenceRecovery(_Model):
         if isinstance(data, dict) and data.get("reset-timeout", data.get("reset_timeout")) == 0:
             raise ValueError("reset-timeout 0 is not valid: give milliseconds (1..4294967295), or "
                              "never for no timeout at all")
+        if isinstance(data, dict) and isinstance(data.get("latent-error-detection"), dict):
+            raise ValueError("latent-error-detection is a boolean (802.1CB 10.4.1.11): write latent-error-detection: "
+                             "true and the parameters in latent-error-detection-parameters: {difference, paths, "
+                             "period, reset-period}")
+        params = data.get("latent-error-detection-parameters") if isinstance(data, dict) else None
+        if isinstance(params, dict) and not {"difference", "paths"} <= params.keys():
+            raise ValueError("the latent error detection parameters need difference and paths (neither has a "
+                             "default in 802.1CB 10.4.1.12)")
         return data
+
+    def latent(self) -> LatentErrorDetection | None:
+        """The latent error detection parameters when the function runs it, else None."""
+        return self.latent_error_detection_parameters if self.latent_error_detection else None
 
     def timeout_ns(self) -> int | None:
         """The reset timeout in nanoseconds (None: never)."""
@@ -276,20 +325,42 @@ class SequenceRecovery(_Model):
         if self.individual_recovery and not self.port:
             raise ValueError(f"sequence-recovery {self.index}: individual-recovery needs the member "
                              "ports in port")
-        if self.individual_recovery and self.latent_error_detection:
+        if self.individual_recovery and (self.latent_error_detection or self.latent_error_detection_parameters):
             raise ValueError(f"sequence-recovery {self.index}: latent-error-detection is not allowed "
-                             "with individual-recovery (802.1CB 7.4.4)")
+                             "with individual-recovery (802.1CB 7.4.4, 10.4.1.12)")
+        if self.latent_error_detection and self.latent_error_detection_parameters is None:
+            raise ValueError(f"sequence-recovery {self.index}: latent-error-detection true needs "
+                             "latent-error-detection-parameters with difference and paths (no default in 10.4.1.12)")
+        if not self.direction_out_facing:
+            raise ValueError(f"sequence-recovery {self.index}: direction-out-facing false (in-facing) is not "
+                             "implemented by the data plane, whose recovery functions sit on the out-facing side "
+                             "of their ports (they see a received frame first and a copy sent out of the port "
+                             "last); use true")
         return self
 
 
 class SequenceIdentification(_Model):
     """sequence-identification: whether `stream` leaves `port` with an R-TAG (active: the
-    sequence encode function) or without (passive)."""
+    sequence encode function) or without (passive); out-facing, R-TAG only."""
 
     port: list[Port] = Field(min_length=1, max_length=layout.MAX_PORTS)
     stream: list[int] = Field(min_length=1, max_length=MAX_ENTRIES)
     active: bool = True
     encapsulation: Literal["r-tag"] = "r-tag"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _r_tag_only(cls, data: object) -> object:
+        if isinstance(data, dict):
+            value = data.get("encapsulation", "r-tag")
+            if value != "r-tag":
+                shown = value if value in ENCAPSULATIONS else "that value"
+                raise ValueError(f"encapsulation {shown} is not implemented by the data plane (valid: r-tag; "
+                                 f"the model also lists {', '.join(ENCAPSULATIONS[1:])})")
+            if "path-id-lan-id" in data:
+                raise ValueError("path-id-lan-id is used only with the HSR sequence tag or PRP trailer (10.5.1.6), "
+                                 "which the data plane does not implement (r-tag only); remove it")
+        return data
 
 
 class StreamSplit(_Model):
@@ -421,7 +492,7 @@ def compile_node(cfg: NodeConfig) -> NodePlan:
     # handles that only name the per-copy rewrite of a split (active identities placed
     # out-facing, nowhere identifying) are not streams of their own
     identifying = {i.handle for i in cfg.stream_identity
-                   if i.in_facing.input_port or not i.dmac_vlan_stream_identification}
+                   if i.received() or not i.dmac_vlan_stream_identification}
     handles = sorted(identifying)
     if len(handles) > layout.MAX_STREAMS:
         raise ValueError(f"{len(handles)} stream handles is out of range (1..={layout.MAX_STREAMS})")
@@ -444,18 +515,15 @@ def compile_node(cfg: NodeConfig) -> NodePlan:
         if active:
             for name, side in (("down", active.down), ("up", active.up)):
                 _vlan_rule(side.tagged, side.vlan, f"{where} {name}")
-            if ident.in_facing.input_port:
+            if ident.received():
                 active_up[ident.handle] = active.up
             for p in ident.out_facing.output_port:
                 active_down[(ident.handle, p)] = active.down
         if ident.handle not in identifying:
             continue
         stream = stream_index(ident.handle, where)
-        # an active identity placed out-facing rewrites the copies leaving there; it does not
-        # identify frames the host sends
-        sent = [] if active else ident.out_facing.output_port
-        for direction, names in ((layout.DIR_INGRESS, ident.in_facing.input_port),
-                                 (layout.DIR_EGRESS, sent)):
+        _check_in_facing_output(cfg, ident)
+        for direction, names in ((layout.DIR_INGRESS, ident.received()), (layout.DIR_EGRESS, ident.sent())):
             if not names:
                 continue
             mask = sum(1 << port_index(p, where) for p in names)
@@ -499,8 +567,7 @@ def compile_node(cfg: NodeConfig) -> NodePlan:
                 if any(r.stream == stream and r.instance == instance for r in plan.recoveries):
                     what = f"on port {on[0]}" if on else "for every frame of it"
                     raise ValueError(f"{where}: stream {handle} already has a recovery function {what}")
-                plan.recoveries.append(RecoveryPlan(stream, instance, handle, config,
-                                                    rec.latent_error_detection, on))
+                plan.recoveries.append(RecoveryPlan(stream, instance, handle, config, rec.latent(), on))
 
     encode = _encoding(cfg, flags, plan.recovery_ports, stream_index)
     splits = _splits(cfg, stream_index)
@@ -548,6 +615,20 @@ def compile_node(cfg: NodeConfig) -> NodePlan:
         stream_flags = flags[stream] | (layout.STREAM_ENCODE if encode[stream] else 0)
         plan.streams.append((stream_flags, forwarded[stream]))
     return plan
+
+
+def _check_in_facing_output(cfg: NodeConfig, ident: StreamIdentity) -> None:
+    """ValueError for an in-facing output-port identity whose stream has a recovery function
+    on that port: the data plane identifies received frames once, before any function of the
+    port, but in the standard the port's out-facing recovery sees them before an in-facing
+    identification names their stream, so it would not recover them."""
+    for rec in cfg.sequence_recovery:
+        both = [p for p in ident.in_facing.output_port if p in rec.port]
+        if ident.handle in rec.stream and both:
+            raise ValueError(f"stream-identity {ident.index}: in-facing output-port {both[0]} names stream "
+                             f"{ident.handle} above the port's out-facing functions, but sequence-recovery "
+                             f"{rec.index} is out-facing on {both[0]} and needs the stream identified below it: "
+                             f"place the identity out-facing (out-facing: {{input-port: [{both[0]}]}})")
 
 
 def _check_sent_frames_pass(plan: NodePlan, flags: list[int]) -> None:
