@@ -26,6 +26,7 @@ AREAS = [
     "frerlab.config.cli",
     "frerlab.testbed.cli",
     "frerlab.capture.cli",
+    "frerlab.crosscheck.cli",
     "frerlab.bench.cli",
     "frerlab.remote.cli",
     "frerlab.report.cli",

@@ -1,0 +1,49 @@
+"""The `frerlab crosscheck` verb. Building the parser imports nothing heavy: the simulator, the
+testbed and pydantic are loaded when the verb runs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from frerlab.errors import EXIT_VERDICT
+from frerlab.names import output_dir
+
+EPILOG = """Runs SCENARIO (a small YAML file: stream, a cut of each path, loss per path, link rate,
+sw2's history length) in the simulator and on a temporary namespace testbed (taken down at the
+end, also on failure or Ctrl-C), writes the raw results of both (DIR/sim, DIR/testbed), then the
+comparison (DIR/comparison.json, DIR/comparison.txt), and prints per metric both results, the
+tolerance and whether they agree. docs/crosscheck.md describes the file and the tolerances.
+
+exit status: 0 the counts agree, 1 they do not, 2 bad input, 4 a tool or the system failed.
+
+examples:
+  frerlab crosscheck scenarios/crosscheck/path_cut.yaml
+  frerlab crosscheck scenarios/crosscheck/path_cut.yaml --out results/xc --json
+"""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Adds `crosscheck`."""
+    parser = subparsers.add_parser("crosscheck", help="run one scenario in the simulator and on the testbed, "
+                                   "compare", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("scenario", type=Path, metavar="SCENARIO", help="crosscheck scenario (YAML)")
+    parser.add_argument("--out", type=Path, metavar="DIR", help="results directory (default results/crosscheck-TIME)")
+    parser.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    parser.set_defaults(func=_crosscheck)
+
+
+def _crosscheck(args: argparse.Namespace) -> int:
+    from frerlab.crosscheck import run
+
+    sc = run.load_scenario(args.scenario)
+    out = output_dir(args.out or Path("results") / time.strftime("crosscheck-%Y%m%d-%H%M%S"), "--out")
+    print(f"crosscheck {sc.name}: simulator, then testbed ({sc.stream.duration + run.TAIL_S:g} s of stream) ...",
+          file=sys.stderr)
+    comparison = run.run(sc, out)
+    print(json.dumps(comparison, indent=1) if args.json else run.table(comparison))
+    print(f"  results in {out}", file=sys.stderr)
+    return 0 if comparison["agree"] else EXIT_VERDICT
