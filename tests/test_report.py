@@ -82,8 +82,8 @@ def test_a_qcn_run_shows_each_reaction_points_rate(tmp_path):
         stream["qcn"] = {}
     sim.run(scenario).save(tmp_path / "qcn")
     drawn = {f.id: f for f in write_report([tmp_path / "qcn"], tmp_path / "r.html")}
-    rates = drawn["sim-qcn-qcn"]
-    table = pd.read_csv(tmp_path / "qcn" / "qcn_series.csv")
+    rates = drawn["sim-cn-qcn"]
+    table = pd.read_csv(tmp_path / "qcn" / "rate_series.csv")
     assert rates.series == ["s0", "s1"] and len(rates.points) == len(table)
     assert [p["y"] for p in rates.points] == pytest.approx(list(table["rate_mean_bps"] / 1e6))
 

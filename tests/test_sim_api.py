@@ -168,7 +168,7 @@ def test_port_series_gives_each_ports_queue_length_per_interval(tmp_path: Path) 
     # copies arriving, so its queue fills: the other ports hold a frame at most, or nothing.
     result = sim.run(SCENARIOS / "paradox" / "frer_receiver_bound.yaml", {"duration": "200ms"})
     table = result.port_series
-    assert list(table.columns) == ["port", "node", "time_s", "queue_max_bytes", "queue_mean_bytes"]
+    assert list(table.columns) == ["port", "node", "time_s", "queue_max_bytes", "queue_mean_bytes", "tx_bps"]
     interval_s = result.scenario.interval / 1e12
     intervals = int(result.run_info["simulated_seconds"] // interval_s) + 1
     ports = [p["name"] for p in compile_spec(result.scenario)["ports"]]
@@ -182,5 +182,10 @@ def test_port_series_gives_each_ports_queue_length_per_interval(tmp_path: Path) 
     assert peaks[result.ports["port"]].tolist() == result.ports["max_queue_bytes"].tolist()
     assert (peaks.drop(result.ports["port"]) == 0).all()
     assert peaks["stack:listener-nic->listener"] > 200_000
+    # The throughput series adds up to the bytes each port sent (the slow stack's queue
+    # drains within the last interval, the one holding the end of the duration).
+    sent = (table["tx_bps"] * interval_s / 8).groupby(table["port"]).sum().round()
+    total = result.ports.groupby("port")["tx_bytes"].sum()
+    assert sent[total.index].tolist() == total.tolist()
     result.save(tmp_path)
     assert len(pd.read_csv(tmp_path / "port_series.csv")) == len(table)

@@ -1,7 +1,9 @@
 """Congestion control from the scenario file to the tables: IEEE 802.3x PAUSE keeps a 2:1
 incast into a small buffer lossless (and without it frames are lost), QCN (IEEE 802.1Qau)
-brings identical sources near the fair share with the hotspot queue at Qeq, the vocabulary's
-defaults reach the spec, and bad values are refused naming the field and the valid range.
+brings identical sources near the fair share with the hotspot queue at Qeq, FECN gives them
+the fair share with one probe per flow per interval, BCN fills the bottleneck with
+proportional shares, a rate change slows an egress, the vocabulary's defaults reach the spec,
+and bad values are refused naming the field and the valid range.
 The detailed checks (N = 2 and 4, sample counts by formula) are in crates/sim/tests/congestion.rs."""
 
 from __future__ import annotations
@@ -52,17 +54,81 @@ def test_qcn_brings_two_sources_near_the_fair_share_with_the_queue_at_qeq(tmp_pa
     for s in data["streams"]:
         s["qcn"] = {}
     result = sim.run(data)
-    late = result.qcn_series[result.qcn_series["time_s"] >= 0.5]
+    late = result.rate_series[result.rate_series["time_s"] >= 0.5]
     rates = late.groupby("stream")["rate_mean_bps"].mean()
     assert ((rates / 5e9 - 1).abs() < 0.25).all(), rates
     assert abs(rates.sum() / 10e9 - 1) < 0.03, rates
     queue = result.port_series.query("port == 'down:sw->dst' and time_s >= 0.5 and time_s < 1")["queue_mean_bytes"]
     assert 13_000 < queue.mean() < 52_000
     cp = result.qcn_ports.iloc[0]
-    assert cp["notifications"] == result.qcn_streams["notifications"].sum() > 0
-    assert cp["notification_bytes"] == 64 * cp["notifications"] == result.qcn_streams["notification_bytes"].sum()
+    assert cp["notifications"] == result.cn_streams["received"].sum() > 0
+    assert cp["notification_bytes"] == 64 * cp["notifications"] == result.cn_streams["received_bytes"].sum()
     result.save(tmp_path)
-    assert {"qcn_series.csv", "qcn_ports.csv", "qcn_streams.csv"} <= {p.name for p in tmp_path.iterdir()}
+    assert {"rate_series.csv", "qcn_ports.csv", "cn_streams.csv"} <= {p.name for p in tmp_path.iterdir()}
+
+
+def controlled(mechanism: str, n: int, duration: str) -> dict:
+    """The incast with `mechanism`'s congestion point on the bottleneck and a regulator on
+    every stream (defaults), without a queue limit."""
+    data = incast(n, duration)
+    data["links"][-1]["egress"] = {mechanism: {}}
+    for s in data["streams"]:
+        s[mechanism] = {}
+    return data
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_fecn_gives_identical_sources_the_fair_share_with_one_probe_per_flow_per_interval(n: int) -> None:
+    result = sim.run(controlled("fecn", n, "500ms"))
+    late = result.rate_series[result.rate_series["time_s"] >= 0.25]
+    rates = late.groupby("stream")["rate_mean_bps"].mean()
+    assert ((rates / (10e9 / n) - 1).abs() < 0.01).all(), rates
+    queue = result.port_series.query("port == 'down:sw->dst' and time_s >= 0.25")["queue_mean_bytes"]
+    assert queue.mean() < 2 * 24_000, "FECN holds the queue near its Qeq (24 KB)"
+    assert (result.streams["lost"] == 0).all()
+    # One probe per flow per T = 1 ms, each one back: 500 per flow in 500 ms.
+    streams = result.cn_streams.set_index("stream")
+    assert (streams["probes_sent"] == 500).all() and (streams["received"] == 500).all()
+    control = result.control.set_index("port")
+    talkers = control.loc[[f"up{i}:h{i}->sw" for i in range(n)]]
+    assert (talkers["forward_frames"] == 500).all() and (talkers["back_frames"] == 500).all()
+    assert control.loc["down:sw->dst", "forward_frames"] == control.loc["down:sw->dst", "back_frames"] == 500 * n
+    assert (control["control_bytes"] == 64 * (control["forward_frames"] + control["back_frames"])).all()
+    assert result.fecn_ports.set_index("port").loc["down:sw->dst", "probes"] == 500 * n
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_bcn_fills_the_bottleneck_with_shares_near_but_not_at_the_fair_share(n: int) -> None:
+    """AIMD with positive feedback only to throttled sources: the rates add up to the
+    bottleneck and each is near C/N, but BCN's fairness is proportional, not max-min."""
+    result = sim.run(controlled("bcn", n, "500ms"))
+    late = result.rate_series[result.rate_series["time_s"] >= 0.25]
+    rates = late.groupby("stream")["rate_mean_bps"].mean()
+    assert abs(rates.sum() / 10e9 - 1) < 0.02, rates
+    assert ((rates / (10e9 / n) - 1).abs() < 0.35).all(), rates
+    queue = result.port_series.query("port == 'down:sw->dst' and time_s >= 0.25")["queue_mean_bytes"]
+    assert 13_000 < queue.mean() < 52_000, "near its Qeq (26 KB)"
+    cp = result.bcn_ports.set_index("port").loc["down:sw->dst"]
+    frames = cp["arrived_bytes"] / 1500
+    assert abs(cp["samples"] - 0.01 * frames) < 4 * (0.01 * 0.99 * frames) ** 0.5, "pm = 0.01 of the frames"
+    sent = cp["negative"] + cp["positive"]
+    assert sent == result.cn_streams["received"].sum() and cp["notification_bytes"] == 64 * sent
+    back = result.control.set_index("port")["back_frames"]
+    for row in result.cn_streams.itertuples():
+        assert back[f"up{row.stream[1:]}:h{row.stream[1:]}->sw"] == row.received
+
+
+def test_a_rate_change_makes_the_egress_send_slower_from_that_time_on() -> None:
+    data = incast(1, "20ms")
+    data["streams"][0]["rate"] = "5Gbps"
+    data["links"][-1]["rate_changes"] = [{"at": "10ms", "rate": "1Gbps", "toward": "dst"}]
+    result = sim.run(data)
+    tx = result.port_series.set_index(["port", "time_s"])["tx_bps"]
+    before, after = tx["down:sw->dst"].loc[0.002:0.009], tx["down:sw->dst"].loc[0.011:0.019]
+    assert (abs(before * 1520 / 1500 / 5e9 - 1) < 0.01).all(), "the stream's 5 Gbit/s (L2 counted)"
+    assert (abs(after * 1520 / 1500 / 1e9 - 1) < 0.01).all(), "the new 1 Gbit/s"
+    down = result.ports.set_index("port").loc["down:sw->dst"]
+    assert down["max_queue_bytes"] > 95_000 and down["drop_queue_full"] > 0, "the 100 KB queue overflows"
 
 
 def test_defaults_and_directions_reach_the_spec() -> None:
@@ -81,6 +147,19 @@ def test_defaults_and_directions_reach_the_spec() -> None:
         "gd": 1 / 128, "byte_counter": 150_000, "timer": 10 * 10**9, "fast_recovery": 5,
         "active_increase": 5_000_000, "hyper_increase": 50_000_000, "min_rate": 5_000_000}
     assert "qcn" not in spec["streams"][1]
+    # BCN and FECN: every default with its source in scenario.py.
+    data["links"][-1]["egress"] = {"bcn": {"pm": 0.1}}
+    data["links"][0]["egress"] = {"fecn": {"interval": "250us"}}
+    data["streams"][0] = {**data["streams"][0], "qcn": None, "bcn": {}}
+    data["streams"][1]["fecn"] = {}
+    spec = compile_spec(parse_scenario(data))
+    by_name = {p["name"]: p for p in spec["ports"]}
+    assert by_name["down:sw->dst"]["bcn"] == {"qeq": 26_000, "w": 2.0, "pm": 0.1, "qsc": 104_000}
+    assert by_name["up0:h0->sw"]["fecn"] == by_name["up0:sw->h0"]["fecn"] == {
+        "interval": 250 * 10**6, "qeq": 24_000, "a": 1.1, "b": 1.002, "c": 0.1, "alpha": 0.5, "n0": 200,
+        "max_increase": 2.0}
+    assert spec["streams"][0]["bcn"] == {"gi": 4.0, "gd": 1 / 128, "ru": 1_000_000, "min_rate": 5_000_000}
+    assert spec["streams"][1]["fecn"] == {"interval": 10**9}
 
 
 @pytest.mark.parametrize(("where", "value", "message"), [
@@ -89,6 +168,14 @@ def test_defaults_and_directions_reach_the_spec() -> None:
     ("egress", {"w": -1}, r"links\.2\.egress\.qcn\.w: .*greater than or equal to 0"),
     ("stream", {"gd": 0.5}, r"streams\.0\.qcn\.gd: .*less than or equal to 0\.0079"),
     ("stream", {"min_rate": "20Gbps"}, r"qcn\.min_rate 20000000000 bit/s is out of range \(1\.\.=10000000000 bit/s"),
+    ("bcn-egress", {"qeq": "30KB", "qsc": "20KB"}, r"qsc 20000 bytes is below qeq 30000 bytes \(qsc >= qeq\)"),
+    ("bcn-egress", {"pm": 0}, r"links\.2\.egress\.bcn\.pm: .*greater than 0"),
+    ("bcn-stream", {"gd": 0.1}, r"streams\.0\.bcn\.gd: .*less than 0\.0158"),
+    ("fecn-egress", {"b": 1}, r"links\.2\.egress\.fecn\.b: .*greater than 1"),
+    ("fecn-stream", {"interval": 0}, r"streams\.0\.fecn\.interval: .*greater than 0"),
+    ("two-regulators", {}, r"qcn and fecn on one stream: choose one regulator"),
+    ("rate-change", [{"at": "1ms", "rate": "1Gbps", "toward": "h9"}], r"rate_changes toward 'h9' is not one of its ends \(sw, dst\)"),
+    ("rate-change", [{"at": "2ms", "rate": "1Gbps"}, {"at": "1ms", "rate": "2Gbps"}], r"rate_changes toward sw must be in increasing time"),
 ])
 def test_bad_congestion_parameters_name_the_field_and_range(where: str, value: dict, message: str) -> None:
     data = incast(2, "1ms")
@@ -96,6 +183,14 @@ def test_bad_congestion_parameters_name_the_field_and_range(where: str, value: d
         data["links"][0]["pause"] = value
     elif where == "egress":
         data["links"][2]["egress"]["qcn"] = value
+    elif where.endswith("-egress"):
+        data["links"][2]["egress"][where.split("-")[0]] = value
+    elif where.endswith("-stream"):
+        data["streams"][0][where.split("-")[0]] = value
+    elif where == "two-regulators":
+        data["streams"][0] |= {"qcn": {}, "fecn": {}}
+    elif where == "rate-change":
+        data["links"][2]["rate_changes"] = value
     else:
         data["streams"][0]["qcn"] = value
     with pytest.raises(UsageError, match=message):

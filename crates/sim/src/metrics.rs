@@ -246,6 +246,41 @@ impl QueueSeries {
     }
 }
 
+/// A count per interval (the bytes a port sent), as far as the series go.
+#[derive(Clone, Debug)]
+pub struct IntervalCounts {
+    interval: SimTime,
+    bins: usize,
+    /// The count of each interval, up to the last one with a count.
+    pub values: Vec<u64>,
+}
+
+impl IntervalCounts {
+    /// Empty counts with the series interval and duration of the scenario.
+    pub fn new(interval: SimTime, duration: SimTime) -> Self {
+        IntervalCounts {
+            interval,
+            bins: bins(interval, duration),
+            values: Vec::new(),
+        }
+    }
+
+    /// Adds `n` to the interval holding `t` (nothing after the scenario's duration).
+    #[inline]
+    pub fn add(&mut self, t: SimTime, n: u64) {
+        let Ok(index) = usize::try_from(t.0 / self.interval.0) else {
+            return;
+        };
+        if index >= self.bins {
+            return;
+        }
+        if index >= self.values.len() {
+            self.values.resize(index + 1, 0);
+        }
+        self.values[index] += n;
+    }
+}
+
 /// The summary of one stream as reported.
 #[derive(Clone, Debug, Serialize)]
 pub struct StreamSummary {

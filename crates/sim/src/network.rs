@@ -6,7 +6,8 @@
 //! replicates the frame; a hop with none delivers it to the listener's metrics. Packets live in
 //! an arena and events carry indices, so the hot loop allocates nothing per frame.
 //!
-//! Congestion control runs here on the state machines of `pause` and `qcn`. PAUSE: a queued
+//! Congestion control runs here on the state machines of `pause`, `qcn`, `bcn` and `fecn`.
+//! PAUSE: a queued
 //! packet remembers the link direction it arrived over when that direction runs PAUSE, so the
 //! receiver's count per ingress rises when it is queued and falls when it starts on its egress
 //! wire (or is dropped as unsendable); a PAUSE frame takes the reverse wire's time and acts at
@@ -17,22 +18,31 @@
 //! node it reaches, without queueing behind data or being lost (`Event::Notify` after that
 //! fixed delay of the hop); the reaction point sets the talker's `Source::rate`, which every
 //! departure reads, on notifications, byte-counter cycles (counted at departure) and timer
-//! cycles (`Event::QcnTimer`).
+//! cycles (`Event::QcnTimer`). BCN: the same way back, signed feedback (`Event::Bcn`). FECN: a
+//! probe is a 64-byte packet of its stream (`Packet::probe`, outside the stream's metrics and
+//! FRER functions) that queues behind data, takes the smallest advertised rate of the ports
+//! it leaves, and comes back from the listener after the fixed delay of the way back
+//! (`Event::Reflected`; the returned rates wait in the stream's `returned`, in order, since
+//! every probe of a stream takes the same time back); each port's advertised rate is renewed
+//! every interval while the sources run (`Event::FecnTick`).
 
+use std::collections::VecDeque;
 use std::time::Instant;
 
 use frer::generation::SequenceGenerator;
 use frer::recovery::{RecoveryParams, SequenceRecovery};
 use frer::SeqNum;
 
+use crate::bcn::BcnReaction;
 use crate::engine::Scheduler;
+use crate::fecn::UNLIMITED;
 use crate::metrics::{QueueSeries, StreamMetrics};
 use crate::pause::{PauseAction, CONTROL_FRAME_BYTES};
 use crate::port::{DropReason, Port, Queued, Selection, NO_PORT};
 use crate::qcn::ReactionPoint;
 use crate::report::{
-    FrerRow, NodeRow, PauseRow, PortRow, PortSeriesRow, QcnPortRow, QcnSeriesRow, QcnStreamRow,
-    Report, RunInfo, SeriesRow, TraceRow,
+    BcnPortRow, CnStreamRow, ControlRow, FecnPortRow, FrerRow, NodeRow, PauseRow, PortRow,
+    PortSeriesRow, QcnPortRow, RateSeriesRow, Report, RunInfo, SeriesRow, TraceRow,
 };
 use crate::rng::Rng;
 use crate::source::Source;
@@ -54,6 +64,15 @@ enum Event {
     Notify(u32, u8),
     /// A stream's QCN timer may have ended a cycle.
     QcnTimer(u32),
+    /// BCN feedback with this quantised value from the CP of this port reaches the stream's
+    /// talker.
+    Bcn(u32, i8, u16),
+    /// A stream's talker sends its next FECN probe.
+    Probe(u32),
+    /// A reflected FECN probe reaches the stream's talker.
+    Reflected(u32),
+    /// A port's FECN interval ends.
+    FecnTick(u32),
 }
 
 /// A frame in flight. `bytes` includes the R-TAG while `rtag` is set.
@@ -67,6 +86,8 @@ struct Packet {
     rtag: Option<SeqNum>,
     /// While queued: the PAUSE link direction it arrived over (`NO_PORT`: none).
     ingress: u32,
+    /// A FECN probe: `number` is the rate it carries, in bit/s.
+    probe: bool,
 }
 
 struct Node {
@@ -105,15 +126,50 @@ struct Stream {
     created: u64,
     metrics: StreamMetrics,
     /// Boxed: most streams have none, and the hot fields stay together.
-    qcn: Option<Box<StreamQcn>>,
+    control: Option<Box<RateControl>>,
 }
 
-/// A stream's QCN reaction point, its rate over time, and the time a notification takes from
-/// the node sending each hop back to the talker.
-struct StreamQcn {
-    rp: ReactionPoint,
+/// What sets a stream's rate.
+enum Regulator {
+    Qcn(ReactionPoint),
+    Bcn(BcnReaction),
+    Fecn {
+        /// Probe period.
+        interval: SimTime,
+        /// Probes sent.
+        sent: u64,
+        /// Rates of reflected probes on their way back, the first to arrive first.
+        returned: VecDeque<u64>,
+    },
+}
+
+/// A stream's regulator, its rate over time, and the ways back to its talker.
+struct RateControl {
+    regulator: Regulator,
     rates: QueueSeries,
-    notify_delay: Vec<SimTime>,
+    /// The stream's configured rate.
+    line: u64,
+    /// Messages that reached the talker (notifications, reflected probes).
+    received: u64,
+    /// Per hop: the hop before it (`NO_HOP` for a first hop).
+    parent: Vec<u32>,
+    /// Per hop: the time a 64-byte frame takes from the hop's far node back to the talker,
+    /// crossing, in reverse, the hop's link and those before it (each link's wire time and
+    /// propagation delay, and the processing delay of the node it reaches).
+    back_delay: Vec<SimTime>,
+}
+
+/// No hop: the parent of a first hop.
+const NO_HOP: u32 = u32::MAX;
+
+impl RateControl {
+    /// The time a notification sent by the node that `hop` leaves from takes to the talker.
+    fn notify_delay(&self, hop: u32) -> SimTime {
+        match self.parent[hop as usize] {
+            NO_HOP => SimTime::ZERO,
+            parent => self.back_delay[parent as usize],
+        }
+    }
 }
 
 /// A built network ready to run, and its results afterwards.
@@ -209,18 +265,36 @@ impl Simulation {
                     function,
                 });
             }
-            let qcn = s.qcn.as_ref().map(|rp| {
+            let regulator = if let Some(rp) = &s.qcn {
+                Some(Regulator::Qcn(ReactionPoint::new(rp, s.rate)))
+            } else if let Some(rp) = &s.bcn {
+                Some(Regulator::Bcn(BcnReaction::new(rp, s.rate)))
+            } else {
+                s.fecn.as_ref().map(|f| Regulator::Fecn {
+                    interval: f.interval,
+                    sent: 0,
+                    returned: VecDeque::new(),
+                })
+            };
+            let control = regulator.map(|regulator| {
                 let mut rates = QueueSeries::new(spec.interval, spec.duration);
                 rates.add(SimTime::ZERO, s.rate.0);
-                Box::new(StreamQcn {
-                    rp: ReactionPoint::new(rp, s.rate),
+                let (parent, back_delay) = ways_back(s, spec, &ports);
+                Box::new(RateControl {
+                    regulator,
                     rates,
-                    notify_delay: notify_delays(s, spec, &ports),
+                    line: s.rate.0,
+                    received: 0,
+                    parent,
+                    back_delay,
                 })
             });
             let source = Source::new(s, spec.duration, Rng::new(spec.seed, i as u64));
             if let Some(t) = source.first_departure() {
                 scheduler.at(t, Event::Depart(i as u32));
+                if s.fecn.is_some() {
+                    scheduler.at(t, Event::Probe(i as u32));
+                }
             }
             streams.push(Stream {
                 name: s.name.clone(),
@@ -235,8 +309,15 @@ impl Simulation {
                 recovery,
                 created: 0,
                 metrics: StreamMetrics::new(spec.interval, spec.duration, spec.warmup),
-                qcn,
+                control,
             });
+        }
+        for (i, port) in ports.iter().enumerate() {
+            if let Some(fecn) = &port.fecn {
+                if fecn.interval() < spec.duration {
+                    scheduler.at(fecn.interval(), Event::FecnTick(i as u32));
+                }
+            }
         }
         Ok(Simulation {
             scheduler,
@@ -273,23 +354,53 @@ impl Simulation {
                 }
                 Event::Pause(port, quanta) => self.pause_arrives(port, quanta, now),
                 Event::Notify(stream, q) => {
-                    let qcn = self.streams[stream as usize]
-                        .qcn
-                        .as_mut()
-                        .expect("QCN stream");
-                    let rate = qcn.rp.notify(q, now);
-                    self.set_rate(stream, rate, now);
+                    let control = self.control(stream);
+                    control.received += 1;
+                    let Regulator::Qcn(rp) = &mut control.regulator else {
+                        unreachable!("QCN notification to a stream without QCN")
+                    };
+                    let rate = rp.notify(q, now);
+                    self.set_rate(stream, rate.0, now);
                     self.schedule_timer(stream);
                 }
                 Event::QcnTimer(stream) => {
-                    let qcn = self.streams[stream as usize]
-                        .qcn
-                        .as_mut()
-                        .expect("QCN stream");
-                    if qcn.rp.timer_due == now {
-                        let rate = qcn.rp.timer(now);
-                        self.set_rate(stream, rate, now);
+                    let Regulator::Qcn(rp) = &mut self.control(stream).regulator else {
+                        unreachable!("QCN timer of a stream without QCN")
+                    };
+                    if rp.timer_due == now {
+                        let rate = rp.timer(now);
+                        self.set_rate(stream, rate.0, now);
                         self.schedule_timer(stream);
+                    }
+                }
+                Event::Bcn(stream, fb, port) => {
+                    let control = self.control(stream);
+                    control.received += 1;
+                    let Regulator::Bcn(rp) = &mut control.regulator else {
+                        unreachable!("BCN feedback to a stream without BCN")
+                    };
+                    let rate = rp.feedback(fb, u32::from(port));
+                    self.set_rate(stream, rate.0, now);
+                }
+                Event::Probe(stream) => self.send_probe(stream, now),
+                Event::Reflected(stream) => {
+                    let control = self.control(stream);
+                    control.received += 1;
+                    let Regulator::Fecn { returned, .. } = &mut control.regulator else {
+                        unreachable!("FECN probe of a stream without FECN")
+                    };
+                    let rate = returned.pop_front().expect("a reflected probe's rate");
+                    let rate = rate.min(control.line);
+                    self.set_rate(stream, rate, now);
+                }
+                Event::FecnTick(port_id) => {
+                    let port = &mut self.ports[port_id as usize];
+                    let q = port.queued_bytes.iter().sum();
+                    let fecn = port.fecn.as_mut().expect("FECN port");
+                    fecn.tick(q, port.rate.0);
+                    let next = now.plus(fecn.interval());
+                    if next < self.duration {
+                        self.scheduler.at(next, Event::FecnTick(port_id));
                     }
                 }
             }
@@ -312,11 +423,21 @@ impl Simulation {
         }
     }
 
+    /// The rate control of a stream that has one.
+    fn control(&mut self, stream_id: u32) -> &mut RateControl {
+        self.streams[stream_id as usize]
+            .control
+            .as_deref_mut()
+            .expect("a stream with rate control")
+    }
+
     fn depart(&mut self, stream_id: u32, now: SimTime) {
         let stream = &mut self.streams[stream_id as usize];
         let bytes = stream.source.frame_bytes();
-        if let Some(rate) = stream.qcn.as_mut().and_then(|q| q.rp.sent(bytes)) {
-            self.set_rate(stream_id, rate, now);
+        if let Some(Regulator::Qcn(rp)) = stream.control.as_deref_mut().map(|c| &mut c.regulator) {
+            if let Some(rate) = rp.sent(bytes) {
+                self.set_rate(stream_id, rate.0, now);
+            }
         }
         let stream = &mut self.streams[stream_id as usize];
         let number = stream.created;
@@ -335,32 +456,99 @@ impl Simulation {
             bytes,
             rtag: None,
             ingress: NO_PORT,
+            probe: false,
         });
         if self.run_frer_functions(packet, talker, None, now) {
             self.forward(packet, start, len, NO_PORT, now);
         }
     }
 
-    /// Schedules the end of a QCN stream's running timer cycle, unless the limiter is inactive
-    /// or its source has stopped by then (the run ends when no event is left).
-    fn schedule_timer(&mut self, stream_id: u32) {
-        let qcn = self.streams[stream_id as usize]
-            .qcn
-            .as_ref()
-            .expect("QCN stream");
-        if qcn.rp.timer_due < self.duration {
-            self.scheduler
-                .at(qcn.rp.timer_due, Event::QcnTimer(stream_id));
+    /// The talker of a FECN stream sends a probe now, and the next one an interval later
+    /// while its source runs.
+    fn send_probe(&mut self, stream_id: u32, now: SimTime) {
+        let stream = &mut self.streams[stream_id as usize];
+        let (start, len) = (stream.first_start, stream.first_len);
+        let Some(Regulator::Fecn { interval, sent, .. }) =
+            stream.control.as_deref_mut().map(|c| &mut c.regulator)
+        else {
+            unreachable!("a probe of a stream without FECN")
+        };
+        *sent += 1;
+        let next = now.plus(*interval);
+        if next < self.duration {
+            self.scheduler.at(next, Event::Probe(stream_id));
+        }
+        let packet = self.alloc(Packet {
+            stream: stream_id,
+            hop: u32::MAX,
+            number: UNLIMITED,
+            created: now,
+            bytes: CONTROL_FRAME_BYTES,
+            rtag: None,
+            ingress: NO_PORT,
+            probe: true,
+        });
+        self.forward(packet, start, len, NO_PORT, now);
+    }
+
+    /// A probe that left through `hop` reached the listener at `now`: its rate goes back.
+    fn reflect(&mut self, packet_id: u32, hop: u32, now: SimTime) {
+        let packet = self.packets[packet_id as usize];
+        self.free_packets.push(packet_id);
+        let control = self.control(packet.stream);
+        let at = now.plus(control.back_delay[hop as usize]);
+        let Regulator::Fecn { returned, .. } = &mut control.regulator else {
+            unreachable!("a probe of a stream without FECN")
+        };
+        returned.push_back(packet.number);
+        self.count_way_back(packet.stream, Some(hop));
+        self.scheduler.at(at, Event::Reflected(packet.stream));
+    }
+
+    /// A control frame goes back to the talker of `stream`, crossing in reverse the link of
+    /// `hop` and every link before it (None: it starts at the talker's own node): one more
+    /// on each of those links' counts.
+    fn count_way_back(&mut self, stream_id: u32, mut hop: Option<u32>) {
+        let stream = &self.streams[stream_id as usize];
+        let control = stream
+            .control
+            .as_deref()
+            .expect("a stream with rate control");
+        while let Some(h) = hop {
+            self.ports[stream.hops[h as usize].port as usize].control_back += 1;
+            hop = Some(control.parent[h as usize]).filter(|&p| p != NO_HOP);
         }
     }
 
-    /// Sets a QCN stream's sending rate from `now` on.
-    fn set_rate(&mut self, stream_id: u32, rate: crate::units::BitsPerSec, now: SimTime) {
+    /// Schedules the end of a QCN stream's running timer cycle, unless the limiter is inactive
+    /// or its source has stopped by then (the run ends when no event is left).
+    fn schedule_timer(&mut self, stream_id: u32) {
+        let Regulator::Qcn(rp) = &self.control(stream_id).regulator else {
+            unreachable!("QCN timer of a stream without QCN")
+        };
+        let due = rp.timer_due;
+        if due < self.duration {
+            self.scheduler.at(due, Event::QcnTimer(stream_id));
+        }
+    }
+
+    /// Sets a rate-controlled stream's sending rate (bit/s) from `now` on.
+    fn set_rate(&mut self, stream_id: u32, rate: u64, now: SimTime) {
         let stream = &mut self.streams[stream_id as usize];
-        let qcn = stream.qcn.as_mut().expect("QCN stream");
-        qcn.rates.remove(now, stream.source.rate.0);
-        qcn.rates.add(now, rate.0);
-        stream.source.rate = rate;
+        let control = stream.control.as_mut().expect("a stream with rate control");
+        control.rates.remove(now, stream.source.rate.0);
+        control.rates.add(now, rate);
+        stream.source.rate = crate::units::BitsPerSec(rate);
+    }
+
+    /// A QCN or BCN congestion point at the port of `hop` sends feedback for a frame of
+    /// `stream_id` arriving at `now`: the message reaches the talker after the way back.
+    fn notify(&mut self, stream_id: u32, hop: u32, event: Event, now: SimTime) {
+        let control = self.control(stream_id);
+        let at = now.plus(control.notify_delay(hop));
+        let parent = Some(control.parent[hop as usize]).filter(|&p| p != NO_HOP);
+        self.count_way_back(stream_id, parent);
+        self.scheduler.at(at, event);
     }
 
     /// Runs the stream's FRER functions placed at `node` on a packet that arrived through
@@ -402,11 +590,15 @@ impl Simulation {
         let hop = &stream.hops[packet.hop as usize];
         let (port, start, len) = (hop.port, hop.next_start, hop.next_len);
         let node = self.ports[port as usize].to;
-        if !self.run_frer_functions(packet_id, node, Some(port), now) {
+        if !packet.probe && !self.run_frer_functions(packet_id, node, Some(port), now) {
             return;
         }
         if len == 0 {
             let packet = self.packets[packet_id as usize];
+            if packet.probe {
+                self.reflect(packet_id, packet.hop, now);
+                return;
+            }
             let stream = &mut self.streams[packet.stream as usize];
             let l2_bytes = packet.bytes
                 - if packet.rtag.is_some() {
@@ -444,17 +636,11 @@ impl Simulation {
     }
 
     fn enqueue(&mut self, port_id: u32, packet_id: u32, ingress: u32, now: SimTime) {
-        let packet = self.packets[packet_id as usize];
-        let stream = &self.streams[packet.stream as usize];
-        let class = stream.class;
-        let port = &mut self.ports[port_id as usize];
-        if let (Some(cp), Some(qcn)) = (port.qcn.as_mut(), stream.qcn.as_ref()) {
-            let q = port.queued_bytes[usize::from(class)];
-            if let Some(fb) = cp.arrive(class, packet.bytes, q) {
-                let at = now.plus(qcn.notify_delay[packet.hop as usize]);
-                self.scheduler.at(at, Event::Notify(packet.stream, fb));
-            }
+        if self.ports[port_id as usize].has_congestion_point() {
+            self.congestion_points(port_id, packet_id, now);
         }
+        let packet = self.packets[packet_id as usize];
+        let class = self.streams[packet.stream as usize].class;
         let port = &mut self.ports[port_id as usize];
         let node = &mut self.nodes[port.from as usize];
         let buffer = if node.cell == 1 {
@@ -491,6 +677,47 @@ impl Simulation {
             self.count_ingress(packet_id, ingress, buffer, now);
         }
         self.serve(port_id, now);
+    }
+
+    /// The congestion points of a port see a packet arrive at `now`, before the admission
+    /// check: QCN and BCN may sample a data frame of a stream they control, FECN counts every
+    /// frame and stamps probes.
+    fn congestion_points(&mut self, port_id: u32, packet_id: u32, now: SimTime) {
+        let packet = &mut self.packets[packet_id as usize];
+        let stream = &self.streams[packet.stream as usize];
+        let port = &mut self.ports[port_id as usize];
+        let (class, hop, stream_id) = (stream.class, packet.hop, packet.stream);
+        let wire_bytes = port.wire_bytes(packet.bytes);
+        if let Some(fecn) = port.fecn.as_mut() {
+            fecn.arrive(wire_bytes);
+            if packet.probe {
+                packet.number = fecn.stamp(packet.number);
+            }
+        }
+        if packet.probe {
+            return;
+        }
+        let q = port.queued_bytes[usize::from(class)];
+        let event = match (
+            stream.control.as_deref().map(|c| &c.regulator),
+            &mut port.qcn,
+            &mut port.bcn,
+        ) {
+            (Some(Regulator::Qcn(_)), Some(cp), _) => cp
+                .arrive(class, packet.bytes, q)
+                .map(|fb| Event::Notify(packet.stream, fb)),
+            (Some(Regulator::Bcn(rp)), _, Some(cp)) => cp
+                .arrive(class, packet.bytes, q)
+                .filter(|&fb| fb < 0 || rp.takes_positive_from(port_id))
+                .map(|fb| {
+                    cp.sent(fb);
+                    Event::Bcn(packet.stream, fb, port_id as u16)
+                }),
+            _ => None,
+        };
+        if let Some(event) = event {
+            self.notify(stream_id, hop, event, now);
+        }
     }
 
     /// A packet that arrived over `ingress` was queued taking `buffer` bytes: the receiver's
@@ -600,6 +827,9 @@ impl Simulation {
             Selection::Start(class) => {
                 let (frame, end) = port.start(class, now);
                 left = Some(frame);
+                if self.packets[frame.packet as usize].probe {
+                    port.control_forward += 1;
+                }
                 self.nodes[port.from as usize].buffer_used -= u64::from(frame.buffer);
                 let lost = port.link_drop(now);
                 let arrival = end
@@ -648,15 +878,22 @@ impl Simulation {
         let mut report = Report::default();
         for stream in &mut self.streams {
             report.streams.push(stream.metrics.summary(&stream.name));
-            if let Some(qcn) = stream.qcn.as_mut() {
-                report.qcn_streams.push(QcnStreamRow {
+            if let Some(control) = stream.control.as_mut() {
+                let (mechanism, probes_sent) = match &control.regulator {
+                    Regulator::Qcn(_) => ("qcn", 0),
+                    Regulator::Bcn(_) => ("bcn", 0),
+                    Regulator::Fecn { sent, .. } => ("fecn", *sent),
+                };
+                report.cn_streams.push(CnStreamRow {
                     stream: stream.name.clone(),
-                    notifications: qcn.rp.notifications,
-                    notification_bytes: qcn.rp.notifications * u64::from(CONTROL_FRAME_BYTES),
+                    mechanism,
+                    received: control.received,
+                    received_bytes: control.received * u64::from(CONTROL_FRAME_BYTES),
+                    probes_sent,
                     final_rate_bps: stream.source.rate.0,
                 });
-                for (i, row) in qcn.rates.finish(end).iter().enumerate() {
-                    report.qcn_series.push(QcnSeriesRow::new(
+                for (i, row) in control.rates.finish(end).iter().enumerate() {
+                    report.rate_series.push(RateSeriesRow::new(
                         &stream.name,
                         i as f64 * interval_s,
                         self.interval,
@@ -707,13 +944,27 @@ impl Simulation {
             if let Some(cp) = &port.qcn {
                 report.qcn_ports.push(QcnPortRow::new(&port.name, node, cp));
             }
+            if let Some(cp) = &port.bcn {
+                report.bcn_ports.push(BcnPortRow::new(&port.name, node, cp));
+            }
+            if let Some(fecn) = &port.fecn {
+                report
+                    .fecn_ports
+                    .push(FecnPortRow::new(&port.name, node, fecn));
+            }
+            if port.control_forward + port.control_back > 0 {
+                report
+                    .control
+                    .push(ControlRow::new(&port.name, node, peer, port));
+            }
+            let tx = &port.tx_series.values;
             for (i, row) in port.occupancy.finish(end).iter().enumerate() {
                 report.port_series.push(PortSeriesRow::new(
                     &port.name,
                     node,
-                    i as f64 * interval_s,
-                    self.interval,
+                    (i as f64 * interval_s, self.interval),
                     row,
+                    tx.get(i).copied().unwrap_or(0),
                 ));
             }
         }
@@ -746,29 +997,35 @@ impl Simulation {
     }
 }
 
-/// For each hop of `stream`, the time a QCN notification sent by the node that hop leaves from
-/// takes back to the talker: per link of the way there, in reverse, a 64-byte frame's wire
-/// time, the propagation delay and the processing delay of the node it reaches.
-fn notify_delays(stream: &crate::spec::StreamSpec, spec: &Spec, ports: &[Port]) -> Vec<SimTime> {
-    let mut parent = vec![None; stream.hops.len()];
+/// For each hop of `stream`: the hop before it (`NO_HOP` for a first hop), and the time a
+/// 64-byte frame takes from the hop's far node back to the talker: per link of the way there,
+/// in reverse, its wire time, its propagation delay and the processing delay of the node it
+/// reaches.
+fn ways_back(
+    stream: &crate::spec::StreamSpec,
+    spec: &Spec,
+    ports: &[Port],
+) -> (Vec<u32>, Vec<SimTime>) {
+    let mut parent = vec![NO_HOP; stream.hops.len()];
     for (i, hop) in stream.hops.iter().enumerate() {
         for &next in &hop.next {
-            parent[next as usize] = Some(i);
+            parent[next as usize] = i as u32;
         }
     }
-    (0..stream.hops.len())
+    let back = (0..stream.hops.len())
         .map(|hop| {
             let mut delay = SimTime::ZERO;
-            let mut at = parent[hop];
-            while let Some(g) = at {
-                let port = &ports[stream.hops[g].port as usize];
+            let mut at = hop as u32;
+            while at != NO_HOP {
+                let port = &ports[stream.hops[at as usize].port as usize];
                 delay = delay
                     .plus(port.wire_time(CONTROL_FRAME_BYTES))
                     .plus(port.delay)
                     .plus(spec.nodes[port.from as usize].processing_delay);
-                at = parent[g];
+                at = parent[at as usize];
             }
             delay
         })
-        .collect()
+        .collect();
+    (parent, back)
 }

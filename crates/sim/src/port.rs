@@ -2,8 +2,9 @@
 //! drop, strict priority between classes, optional credit-based shaper per class and gate
 //! control list, then the link's rate, propagation delay, failure schedule and random loss.
 //!
-//! A port may be paused (IEEE 802.3x, `pause`: it starts no frame before `paused_until`) and
-//! may hold a QCN congestion point (`qcn`); the network drives both.
+//! A port may be paused (IEEE 802.3x, `pause`: it starts no frame before `paused_until`),
+//! may hold a congestion point (`qcn`, `bcn`, `fecn`; the network drives them all), and may
+//! change its rate at given times (`rate_changes`: an egress whose service rate drops).
 //!
 //! The port decides which frame starts when; it does not know where frames go. Queue occupancy
 //! is visible (`queued_bytes`), which is where a congestion point (BCN/FECN/QCN sampling) hooks
@@ -13,7 +14,9 @@ use std::collections::VecDeque;
 
 use serde::Serialize;
 
-use crate::metrics::QueueSeries;
+use crate::bcn::BcnPoint;
+use crate::fecn::FecnPoint;
+use crate::metrics::{IntervalCounts, QueueSeries};
 use crate::pause::Pause;
 use crate::qcn::CongestionPoint;
 use crate::rng::Rng;
@@ -147,6 +150,19 @@ pub struct Port {
     pub paused_until: SimTime,
     /// The QCN congestion point of this port's queues.
     pub qcn: Option<Box<CongestionPoint>>,
+    /// The BCN congestion point of this port's queues.
+    pub bcn: Option<Box<BcnPoint>>,
+    /// The FECN advertised rate of this port.
+    pub fecn: Option<Box<FecnPoint>>,
+    /// Rate changes still to come, the next one last.
+    rate_changes: Vec<(SimTime, BitsPerSec)>,
+    /// Frame bytes sent, per interval of the scenario.
+    pub tx_series: IntervalCounts,
+    /// Control frames (FECN probes) this port sent.
+    pub control_forward: u64,
+    /// Control frames (QCN and BCN notifications, reflected FECN probes) that crossed this
+    /// port's link the other way, towards this port's node.
+    pub control_back: u64,
 }
 
 impl Port {
@@ -158,6 +174,10 @@ impl Port {
             .qcn
             .as_ref()
             .map(|cp| Box::new(CongestionPoint::new(cp, Rng::new(rng.next_u64(), 0))));
+        let bcn = spec
+            .bcn
+            .as_ref()
+            .map(|cp| Box::new(BcnPoint::new(cp, Rng::new(rng.next_u64(), 1))));
         let loss = match spec.loss {
             LossSpec::None => LinkLoss::None,
             LossSpec::Bernoulli { p } => LinkLoss::Bernoulli { p },
@@ -200,6 +220,34 @@ impl Port {
             pause: spec.pause.as_ref().map(|p| Box::new(Pause::new(p))),
             paused_until: SimTime::ZERO,
             qcn,
+            bcn,
+            fecn: spec
+                .fecn
+                .as_ref()
+                .map(|p| Box::new(FecnPoint::new(p, spec.rate.0))),
+            rate_changes: spec.rate_changes.iter().rev().copied().collect(),
+            tx_series: IntervalCounts::new(interval, duration),
+            control_forward: 0,
+            control_back: 0,
+        }
+    }
+
+    /// Whether a QCN, BCN or FECN point looks at the frames arriving here.
+    #[inline]
+    pub fn has_congestion_point(&self) -> bool {
+        self.qcn.is_some() || self.bcn.is_some() || self.fecn.is_some()
+    }
+
+    /// Takes on the rate changes due by `now`.
+    #[inline]
+    fn follow_rate_changes(&mut self, now: SimTime) {
+        while let Some(&(at, rate)) = self.rate_changes.last() {
+            if at > now {
+                break;
+            }
+            self.rate = rate;
+            self.ps_per_byte = exact_ps_per_byte(rate);
+            self.rate_changes.pop();
         }
     }
 
@@ -211,6 +259,12 @@ impl Port {
             Some(ps) => SimTime(bytes.0 * ps),
             None => self.rate.time_for_bytes(bytes),
         }
+    }
+
+    /// Bytes a frame of `bytes` takes on the wire (the per-frame overhead added).
+    #[inline]
+    pub fn wire_bytes(&self, bytes: u32) -> u64 {
+        u64::from(bytes) + self.overhead.0
     }
 
     /// Whether the per-queue limit of `class` leaves room for `buffer` more bytes.
@@ -249,6 +303,7 @@ impl Port {
         if now < self.busy_until {
             return Selection::Idle;
         }
+        self.follow_rate_changes(now);
         if now < self.paused_until {
             return if self.has_frames() {
                 Selection::WaitUntil(self.paused_until)
@@ -318,6 +373,7 @@ impl Port {
         self.busy_until = now.plus(duration);
         self.counters[c].tx_frames += 1;
         self.counters[c].tx_bytes += u64::from(frame.bytes);
+        self.tx_series.add(now, u64::from(frame.bytes));
         (frame, self.busy_until)
     }
 

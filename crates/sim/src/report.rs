@@ -1,12 +1,15 @@
 //! The results of a run as plain rows, serialised to JSON for the Python side (which turns
 //! each table into a pandas DataFrame): per-stream summaries, per-interval series, per-port
-//! and per-node counters, each port's queue length per interval, FRER counters, congestion
-//! control (PAUSE per link direction, QCN per congestion point and per stream, each QCN
-//! stream's rate per interval), the optional trace, and how fast the run went.
+//! and per-node counters, each port's queue length and throughput per interval, FRER counters,
+//! congestion control (PAUSE per link direction; QCN, BCN and FECN per port; per
+//! rate-controlled stream its messages and its rate per interval; control frames per link),
+//! the optional trace, and how fast the run went.
 
 use frer::recovery::RecoveryCounters;
 use serde::Serialize;
 
+use crate::bcn::BcnPoint;
+use crate::fecn::FecnPoint;
 use crate::metrics::{IntervalRow, QueueInterval, StreamSummary};
 use crate::pause::{Pause, CONTROL_FRAME_BYTES};
 use crate::port::{ClassCounters, DropReason, Port};
@@ -32,10 +35,16 @@ pub struct Report {
     pub pause: Vec<PauseRow>,
     /// One row per port with a QCN congestion point.
     pub qcn_ports: Vec<QcnPortRow>,
-    /// One row per stream with a QCN reaction point.
-    pub qcn_streams: Vec<QcnStreamRow>,
-    /// One row per QCN stream and interval: its sending rate.
-    pub qcn_series: Vec<QcnSeriesRow>,
+    /// One row per port with a BCN congestion point.
+    pub bcn_ports: Vec<BcnPortRow>,
+    /// One row per port with a FECN point.
+    pub fecn_ports: Vec<FecnPortRow>,
+    /// One row per stream whose rate QCN, BCN or FECN controls.
+    pub cn_streams: Vec<CnStreamRow>,
+    /// One row per rate-controlled stream and interval: its sending rate.
+    pub rate_series: Vec<RateSeriesRow>,
+    /// One row per port whose link carried control frames (probes, notifications).
+    pub control: Vec<ControlRow>,
     /// Every transmission and drop, when the scenario asked for a trace.
     pub trace: Vec<TraceRecord>,
     /// Size and speed of the run.
@@ -148,17 +157,27 @@ pub struct PortSeriesRow {
     pub queue_max_bytes: u64,
     /// Time-weighted mean occupancy over the interval, in buffer bytes.
     pub queue_mean_bytes: f64,
+    /// Frame bytes (L2) whose transmission started in the interval, as bit/s.
+    pub tx_bps: f64,
 }
 
 impl PortSeriesRow {
-    /// The row of interval `row` of `port`, starting at `time_s`, `length` long.
-    pub fn new(port: &str, node: &str, time_s: f64, length: SimTime, row: &QueueInterval) -> Self {
+    /// The row of interval `row` of `port` (starting at `time_s`, `length` long) that sent
+    /// `tx_bytes`.
+    pub fn new(
+        port: &str,
+        node: &str,
+        (time_s, length): (f64, SimTime),
+        row: &QueueInterval,
+        tx_bytes: u64,
+    ) -> Self {
         PortSeriesRow {
             port: port.to_string(),
             node: node.to_string(),
             time_s,
             queue_max_bytes: row.max_bytes,
             queue_mean_bytes: row.byte_ps as f64 / length.0 as f64,
+            tx_bps: tx_bytes as f64 * 8.0 / length.as_secs_f64(),
         }
     }
 }
@@ -231,23 +250,122 @@ impl QcnPortRow {
     }
 }
 
-/// A QCN reaction point.
+/// A BCN congestion point: what it saw, sampled and sent.
 #[derive(Debug, Serialize)]
-pub struct QcnStreamRow {
+pub struct BcnPortRow {
+    /// Port name.
+    pub port: String,
+    /// Node owning the port.
+    pub node: String,
+    /// Bytes of frames of BCN streams that arrived at its queues.
+    pub arrived_bytes: u64,
+    /// Frames sampled.
+    pub samples: u64,
+    /// Negative feedback sent.
+    pub negative: u64,
+    /// Positive feedback sent.
+    pub positive: u64,
+    /// Bytes of all feedback (64 each).
+    pub notification_bytes: u64,
+}
+
+impl BcnPortRow {
+    /// The row of the congestion point `cp` of `port`.
+    pub fn new(port: &str, node: &str, cp: &BcnPoint) -> Self {
+        BcnPortRow {
+            port: port.to_string(),
+            node: node.to_string(),
+            arrived_bytes: cp.arrived_bytes,
+            samples: cp.samples,
+            negative: cp.negative,
+            positive: cp.positive,
+            notification_bytes: (cp.negative + cp.positive) * u64::from(CONTROL_FRAME_BYTES),
+        }
+    }
+}
+
+/// A FECN point: probes stamped and the rate it advertised.
+#[derive(Debug, Serialize)]
+pub struct FecnPortRow {
+    /// Port name.
+    pub port: String,
+    /// Node owning the port.
+    pub node: String,
+    /// Probes that passed.
+    pub probes: u64,
+    /// Advertised rate at the end of the run, in bit/s.
+    pub advertised_bps: f64,
+    /// Smallest advertised rate of the run, in bit/s.
+    pub min_advertised_bps: f64,
+}
+
+impl FecnPortRow {
+    /// The row of the FECN point `p` of `port`.
+    pub fn new(port: &str, node: &str, p: &FecnPoint) -> Self {
+        FecnPortRow {
+            port: port.to_string(),
+            node: node.to_string(),
+            probes: p.probes,
+            advertised_bps: p.advertised,
+            min_advertised_bps: p.min_advertised,
+        }
+    }
+}
+
+/// A stream whose rate QCN, BCN or FECN controls.
+#[derive(Debug, Serialize)]
+pub struct CnStreamRow {
     /// Stream name.
     pub stream: String,
-    /// Notifications received.
-    pub notifications: u64,
-    /// Bytes of those notifications (64 each).
-    pub notification_bytes: u64,
+    /// "qcn", "bcn" or "fecn".
+    pub mechanism: &'static str,
+    /// Messages that reached the talker: notifications (QCN, BCN) or reflected probes (FECN).
+    pub received: u64,
+    /// Bytes of those messages (64 each).
+    pub received_bytes: u64,
+    /// FECN probes sent (0 for QCN and BCN).
+    pub probes_sent: u64,
     /// Sending rate at the end of the run, in bit/s.
     pub final_rate_bps: u64,
 }
 
-/// One interval of a QCN stream's sending rate (the rate limiter's current rate CR, in the
-/// stream's rate layer, L1 or L2).
+/// Control frames on one port's link: FECN probes it sent, and notifications and reflected
+/// probes that crossed its link the other way (towards its node). Each is 64 bytes.
 #[derive(Debug, Serialize)]
-pub struct QcnSeriesRow {
+pub struct ControlRow {
+    /// Port name.
+    pub port: String,
+    /// Node owning the port.
+    pub node: String,
+    /// Node at the far end.
+    pub peer: String,
+    /// Control frames sent by the port (node to peer).
+    pub forward_frames: u64,
+    /// Control frames that crossed the link from peer to node.
+    pub back_frames: u64,
+    /// Bytes of both (64 each).
+    pub control_bytes: u64,
+}
+
+impl ControlRow {
+    /// The row of `port`.
+    pub fn new(name: &str, node: &str, peer: &str, port: &Port) -> Self {
+        ControlRow {
+            port: name.to_string(),
+            node: node.to_string(),
+            peer: peer.to_string(),
+            forward_frames: port.control_forward,
+            back_frames: port.control_back,
+            control_bytes: (port.control_forward + port.control_back)
+                * u64::from(CONTROL_FRAME_BYTES),
+        }
+    }
+}
+
+/// One interval of a rate-controlled stream's sending rate (QCN's current rate CR, BCN's
+/// regulated rate, FECN's returned rate; in the stream's rate layer, L1 or L2).
+#[derive(Debug, Serialize)]
+pub struct RateSeriesRow {
     /// Stream name.
     pub stream: String,
     /// Start of the interval, in seconds.
@@ -258,10 +376,10 @@ pub struct QcnSeriesRow {
     pub rate_max_bps: u64,
 }
 
-impl QcnSeriesRow {
+impl RateSeriesRow {
     /// The row of interval `row` (the rate as a level) starting at `time_s`, `length` long.
     pub fn new(stream: &str, time_s: f64, length: SimTime, row: &QueueInterval) -> Self {
-        QcnSeriesRow {
+        RateSeriesRow {
             stream: stream.to_string(),
             time_s,
             rate_mean_bps: row.byte_ps as f64 / length.0 as f64,

@@ -126,6 +126,8 @@ mod tests {
             rtag_bytes: 0,
             recovery: vec![],
             qcn: None,
+            bcn: None,
+            fecn: None,
         }
     }
 

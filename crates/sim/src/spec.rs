@@ -5,6 +5,8 @@
 
 use serde::Deserialize;
 
+use crate::bcn::{BcnPointSpec, BcnReactionSpec};
+use crate::fecn::{FecnPointSpec, FecnSourceSpec};
 use crate::pause::PauseSpec;
 use crate::qcn::{QcnPointSpec, QcnReactionSpec};
 use crate::units::{BitsPerSec, Bytes, SimTime};
@@ -93,6 +95,16 @@ pub struct PortSpec {
     /// QCN congestion point on this port's queues.
     #[serde(default)]
     pub qcn: Option<QcnPointSpec>,
+    /// BCN congestion point on this port's queues.
+    #[serde(default)]
+    pub bcn: Option<BcnPointSpec>,
+    /// FECN advertised rate of this port.
+    #[serde(default)]
+    pub fecn: Option<FecnPointSpec>,
+    /// (time, rate) in increasing time: from each time on the port sends at that rate (an
+    /// output-generated hotspot is an egress whose service rate drops).
+    #[serde(default)]
+    pub rate_changes: Vec<(SimTime, BitsPerSec)>,
 }
 
 /// A cyclic gate control list (802.1Qbv).
@@ -173,6 +185,12 @@ pub struct StreamSpec {
     /// QCN reaction point: the stream's rate follows congestion notifications.
     #[serde(default)]
     pub qcn: Option<QcnReactionSpec>,
+    /// BCN rate regulator: the stream's rate follows BCN feedback.
+    #[serde(default)]
+    pub bcn: Option<BcnReactionSpec>,
+    /// FECN probing: the stream's rate follows its returned probes.
+    #[serde(default)]
+    pub fecn: Option<FecnSourceSpec>,
 }
 
 /// One hop of a route tree.
@@ -330,6 +348,20 @@ impl Spec {
                     ));
                 }
             }
+            if let Some(cp) = &port.bcn {
+                check_bcn_point(name, cp)?;
+            }
+            if let Some(fp) = &port.fecn {
+                check_fecn_point(name, fp)?;
+            }
+            check_rate_changes(port)?;
+        }
+        let bcn = self.streams.iter().any(|s| s.bcn.is_some());
+        if bcn && self.ports.len() > usize::from(u16::MAX) + 1 {
+            return Err(format!(
+                "{} ports: BCN supports at most 65,536 (its feedback names the port in 16 bits)",
+                self.ports.len()
+            ));
         }
         for stream in &self.streams {
             check_stream(stream, nodes, ports, &self.ports)?;
@@ -393,6 +425,107 @@ fn check_pause(
             "port {name}: pause quanta {} (1..=65535), xon {} below xoff {} bytes required",
             pause.quanta, pause.xon, pause.xoff
         ));
+    }
+    Ok(())
+}
+
+fn check_bcn_point(name: &str, cp: &BcnPointSpec) -> Result<(), String> {
+    if cp.qeq == 0
+        || !(0.0..=64.0).contains(&cp.w)
+        || !(cp.pm > 0.0 && cp.pm <= 1.0)
+        || cp.qsc < cp.qeq
+    {
+        return Err(format!(
+            "port {name}: bcn qeq {} bytes, w {}, pm {}, qsc {} bytes are out of range \
+             (qeq >= 1, 0 <= w <= 64, 0 < pm <= 1, qsc >= qeq)",
+            cp.qeq, cp.w, cp.pm, cp.qsc
+        ));
+    }
+    Ok(())
+}
+
+fn check_fecn_point(name: &str, fp: &FecnPointSpec) -> Result<(), String> {
+    let ok = fp.interval.0 > 0
+        && fp.qeq > 0
+        && fp.a > 1.0
+        && fp.b > 1.0
+        && fp.c > 0.0
+        && fp.c <= 1.0
+        && fp.alpha > 0.0
+        && fp.alpha <= 1.0
+        && fp.n0 >= 1
+        && fp.max_increase >= 1.0;
+    if !ok {
+        return Err(format!(
+            "port {name}: fecn interval {} ps, qeq {}, a {}, b {}, c {}, alpha {}, n0 {}, max_increase {} \
+             are out of range (interval > 0, qeq >= 1, a > 1, b > 1, 0 < c <= 1, 0 < alpha <= 1, \
+             n0 >= 1, max_increase >= 1)",
+            fp.interval.0, fp.qeq, fp.a, fp.b, fp.c, fp.alpha, fp.n0, fp.max_increase
+        ));
+    }
+    Ok(())
+}
+
+fn check_rate_changes(port: &PortSpec) -> Result<(), String> {
+    let name = &port.name;
+    if port.rate_changes.iter().any(|(_, rate)| rate.0 == 0) {
+        return Err(format!(
+            "port {name}: a rate change to 0 bit/s (rates are > 0)"
+        ));
+    }
+    if port.rate_changes.windows(2).any(|w| w[0].0 >= w[1].0) {
+        return Err(format!(
+            "port {name}: rate changes must be in increasing time"
+        ));
+    }
+    if !port.rate_changes.is_empty() && port.idle_slopes.iter().any(Option::is_some) {
+        return Err(format!(
+            "port {name}: rate changes cannot be combined with a credit-based shaper (its send slope follows the port rate)"
+        ));
+    }
+    Ok(())
+}
+
+fn check_regulators(stream: &StreamSpec) -> Result<(), String> {
+    let name = &stream.name;
+    let count = [
+        stream.qcn.is_some(),
+        stream.bcn.is_some(),
+        stream.fecn.is_some(),
+    ]
+    .iter()
+    .filter(|&&b| b)
+    .count();
+    if count > 1 {
+        return Err(format!(
+            "stream {name}: at most one of qcn, bcn and fecn per stream"
+        ));
+    }
+    if let Some(rp) = &stream.qcn {
+        check_reaction(name, rp, stream.rate)?;
+    }
+    if let Some(rp) = &stream.bcn {
+        if !(rp.gi > 0.0 && rp.gd > 0.0 && rp.gd * f64::from(crate::bcn::MAX_QUANTISED_FB) < 1.0)
+            || rp.ru.0 == 0
+        {
+            return Err(format!(
+                "stream {name}: bcn gi {}, gd {}, ru {} bit/s are out of range (gi > 0, 0 < gd < 1/63, ru > 0)",
+                rp.gi, rp.gd, rp.ru.0
+            ));
+        }
+        if rp.min_rate.0 == 0 || rp.min_rate > stream.rate {
+            return Err(format!(
+                "stream {name}: bcn min_rate {} bit/s is out of range (1..={} bit/s, the stream rate)",
+                rp.min_rate.0, stream.rate.0
+            ));
+        }
+    }
+    if let Some(fs) = &stream.fecn {
+        if fs.interval.0 == 0 {
+            return Err(format!(
+                "stream {name}: fecn interval 0 is out of range (> 0)"
+            ));
+        }
     }
     Ok(())
 }
@@ -508,9 +641,7 @@ fn check_stream(
             ));
         }
     }
-    if let Some(rp) = &stream.qcn {
-        check_reaction(name, rp, stream.rate)?;
-    }
+    check_regulators(stream)?;
     if stream.generation.is_some_and(|g| g >= nodes) {
         return Err(format!(
             "stream {name}: generation node out of range (0..{nodes})"

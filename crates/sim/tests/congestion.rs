@@ -109,11 +109,11 @@ fn pause_makes_a_two_to_one_incast_into_a_small_buffer_lossless() {
 /// Each QCN stream's mean rate over the last half of the run, in bit/s.
 fn late_rates(report: &frersim::report::Report, from_s: f64) -> Vec<f64> {
     report
-        .qcn_streams
+        .cn_streams
         .iter()
         .map(|s| {
             let rows: Vec<f64> = report
-                .qcn_series
+                .rate_series
                 .iter()
                 .filter(|r| r.stream == s.stream && r.time_s >= from_s)
                 .map(|r| r.rate_mean_bps)
@@ -161,7 +161,7 @@ fn qcn_brings_n_identical_sources_near_the_fair_share_with_the_queue_at_qeq() {
             "N = {n}: hotspot queue {mean_queue:.0} B over the last half, Qeq 26,000 B"
         );
         let cp = &report.qcn_ports[0];
-        let received: u64 = report.qcn_streams.iter().map(|s| s.notifications).sum();
+        let received: u64 = report.cn_streams.iter().map(|s| s.received).sum();
         assert_eq!(
             received, cp.notifications,
             "every notification reaches its talker"
@@ -202,9 +202,9 @@ fn the_congestion_point_samples_by_its_table() {
     assert_eq!(cp.samples, 1 + (frames - 100) / 13, "{cp:?}");
     assert_eq!(cp.notifications, cp.samples);
     assert_eq!(cp.notification_bytes, 64 * cp.notifications);
-    assert_eq!(report.qcn_streams[0].notifications, cp.notifications);
+    assert_eq!(report.cn_streams[0].received, cp.notifications);
     assert_eq!(
-        report.qcn_streams[0].final_rate_bps, 500_000_000,
+        report.cn_streams[0].final_rate_bps, 500_000_000,
         "held at min_rate"
     );
 

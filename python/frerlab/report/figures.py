@@ -361,13 +361,13 @@ def sim_figures(sources: list[Source]) -> list[Figure]:
                                  caption="Received rate of each stream per report interval (simulator run).",
                                  x_title="simulated time (s)", y_title="received rate (Mbit/s)",
                                  tooltip={"lost": "lost in interval"}, mark="line"))
-        rates = s.tables.get("qcn_series")
+        rates = s.tables.get("rate_series")
         if rates is not None and len(rates):
             points = [{"series": r.stream, "x": r.time_s, "y": r.rate_mean_bps / 1e6, "max": r.rate_max_bps / 1e6}
                       for r in rates.itertuples()]
-            found.append(_figure(points, id=f"sim-qcn-{_slug(s.label)}", title=f"Simulator: QCN rates ({s.label})",
-                                 caption="Each QCN reaction point's current rate (CR), time-weighted mean per report "
-                                         "interval (simulator run).", x_title="simulated time (s)",
+            found.append(_figure(points, id=f"sim-cn-{_slug(s.label)}", title=f"Simulator: regulated rates ({s.label})",
+                                 caption="Each rate-controlled stream's sending rate (QCN, BCN or FECN), time-weighted "
+                                         "mean per report interval (simulator run).", x_title="simulated time (s)",
                                  y_title="sending rate (Mbit/s)", tooltip={"max": "max Mbit/s"}, mark="line"))
         ports = s.tables.get("port_series")
         if ports is not None and len(ports):

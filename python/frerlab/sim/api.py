@@ -5,9 +5,10 @@
     result.streams        # one row per stream: sent, received, lost, loss_ratio, duplicates,
                           # reordered, latency_{min,mean,stddev,max,p50,p90,p99,p99_9,...}_ns
     result.series         # per stream and interval: sent, received, lost, throughput_bps, ...
-    result.port_series    # per port and interval: queue_max_bytes, queue_mean_bytes (all classes)
+    result.port_series    # per port and interval: queue_max_bytes, queue_mean_bytes, tx_bps
     result.ports, result.nodes, result.frer, result.trace
-    result.pause, result.qcn_ports, result.qcn_streams, result.qcn_series   # congestion control
+    result.pause, result.qcn_ports, result.bcn_ports, result.fecn_ports    # congestion control
+    result.cn_streams, result.rate_series, result.control
     sim.sweep(scenario, {"streams.video.rate": ["100Mbps", "200Mbps"]})
 
 A scenario may be given as a path, a dict or a `Scenario`; `overrides` set fields by dotted
@@ -32,8 +33,8 @@ from frerlab.files import write_atomic
 from frerlab.sim.cost import Cost, estimate, require_affordable
 from frerlab.sim.scenario import Scenario, compile_spec, parse_scenario, read_data
 
-TABLES = ("streams", "series", "ports", "port_series", "nodes", "frer", "pause", "qcn_ports", "qcn_streams",
-          "qcn_series", "trace")
+TABLES = ("streams", "series", "ports", "port_series", "nodes", "frer", "pause", "qcn_ports", "bcn_ports",
+          "fecn_ports", "cn_streams", "rate_series", "control", "trace")
 
 
 @dataclass
@@ -93,16 +94,36 @@ class SimResult:
         return self.tables["qcn_ports"]
 
     @property
-    def qcn_streams(self) -> pd.DataFrame:
-        """One row per QCN stream: notifications received, notification_bytes (64 B each),
-        final_rate_bps."""
-        return self.tables["qcn_streams"]
+    def bcn_ports(self) -> pd.DataFrame:
+        """One row per BCN congestion point: arrived_bytes (of BCN streams), samples, negative
+        and positive feedback sent, notification_bytes (64 B each)."""
+        return self.tables["bcn_ports"]
 
     @property
-    def qcn_series(self) -> pd.DataFrame:
-        """One row per QCN stream and interval: rate_mean_bps (time-weighted) and rate_max_bps
-        of its rate limiter, in the stream's rate layer (L1 or L2)."""
-        return self.tables["qcn_series"]
+    def fecn_ports(self) -> pd.DataFrame:
+        """One row per FECN point: probes that passed, advertised_bps at the end,
+        min_advertised_bps."""
+        return self.tables["fecn_ports"]
+
+    @property
+    def cn_streams(self) -> pd.DataFrame:
+        """One row per stream whose rate QCN, BCN or FECN controls: mechanism, received
+        (notifications, or reflected probes for FECN), received_bytes (64 B each), probes_sent,
+        final_rate_bps."""
+        return self.tables["cn_streams"]
+
+    @property
+    def rate_series(self) -> pd.DataFrame:
+        """One row per rate-controlled stream and interval: rate_mean_bps (time-weighted) and
+        rate_max_bps of its sending rate, in the stream's rate layer (L1 or L2)."""
+        return self.tables["rate_series"]
+
+    @property
+    def control(self) -> pd.DataFrame:
+        """One row per port whose link carried control frames: forward_frames (FECN probes it
+        sent), back_frames (notifications and reflected probes that crossed its link towards its
+        node), control_bytes (64 B each)."""
+        return self.tables["control"]
 
     @property
     def trace(self) -> pd.DataFrame:

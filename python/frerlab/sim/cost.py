@@ -3,10 +3,10 @@ past which `sim run` refuses unless the user opts in (`--allow-long`, `allow_lon
 
 The engine handles about one event per frame per hop plus one per departure, so a stream costs
 frames x (hops + 1) events, frames = offered frames/s x sending time (or its `count`, if
-fewer). Memory grows with the per-interval series (one row per stream and interval, and one
-per egress port and interval for the queue series, one per QCN stream and interval for its
-rate) and, when
-`trace` is on, with one trace row per event; queues are bounded by the same frames.
+fewer). Memory grows with the per-interval series (one row per stream and interval, one per
+egress port and interval for the queue series, one per rate-controlled stream and interval
+for its rate) and, when `trace` is on, with one trace row per event; queues are bounded by
+the same frames.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ class Cost:
     def excess(self) -> list[str]:
         """One phrase per limit the run would exceed (empty when it is within all of them)."""
         checks = [("events", self.events, MAX_EVENTS),
-                  ("series rows ((streams + ports + QCN streams) x intervals)", self.series_rows, MAX_SERIES_ROWS),
+                  ("series rows ((streams + ports + rate-controlled streams) x intervals)", self.series_rows, MAX_SERIES_ROWS),
                   ("trace rows", self.trace_rows, MAX_TRACE_ROWS)]
         return [f"{value:,} {what} (limit {limit:,})" for what, value, limit in checks if value > limit]
 
@@ -69,8 +69,8 @@ def stream_frames(stream: dict[str, Any], duration_ps: int) -> int:
 def estimate(spec: dict[str, Any]) -> Cost:
     """The cost of running a compiled spec (see `scenario.compile_spec`)."""
     events = sum(stream_frames(s, spec["duration"]) * (len(s["hops"]) + 1) for s in spec["streams"])
-    qcn_streams = sum(1 for s in spec["streams"] if s.get("qcn"))
-    series = (len(spec["streams"]) + len(spec["ports"]) + qcn_streams) * (spec["duration"] // spec["interval"] + 1)
+    controlled = sum(1 for s in spec["streams"] if s.get("qcn") or s.get("bcn") or s.get("fecn"))
+    series = (len(spec["streams"]) + len(spec["ports"]) + controlled) * (spec["duration"] // spec["interval"] + 1)
     return Cost(events=events, series_rows=series, trace_rows=events if spec["trace"] else 0)
 
 

@@ -7,10 +7,11 @@ functions sit on named nodes), units are strings ("1Gbps", "10ms", "160KiB"). FR
 use the IEEE 802.1CB YANG names (sequence_generation, sequence_recovery, algorithm,
 history_length, reset_timeout, individual_recovery, take_no_sequence).
 
-Congestion control: `pause` (IEEE 802.3x) on a link or a node, a QCN congestion point
-(IEEE 802.1Qau) as a link's `egress.qcn`, a QCN reaction point as a stream's `qcn`. Their
-defaults are set here and nowhere else (the Rust spec requires every field), each with its
-source; docs/congestion.md discusses them.
+Congestion control: `pause` (IEEE 802.3x) on a link or a node; a congestion point as a link's
+`egress.qcn` (IEEE 802.1Qau), `egress.bcn` or `egress.fecn`, and the matching regulator as a
+stream's `qcn`, `bcn` or `fecn`. A link's `rate_changes` make an egress's service rate drop (an
+output-generated hotspot). Their defaults are set here and nowhere else (the Rust spec requires
+every field), each with its source; docs/congestion.md discusses them.
 """
 
 from __future__ import annotations
@@ -66,6 +67,31 @@ QCN_HYPER_INCREASE = 50_000_000
 QCN_MIN_RATE = 5_000_000
 # Gd x 63 (the largest 6-bit feedback) must not exceed 1/2: a notification at most halves.
 QCN_MAX_GD = 0.5 / 63
+# BCN (Bergamasco 2005-2007; notes/simulation.md): w 2, sampling probability 0.01, Gi 4,
+# Gd 1/128, Ru 1 Mbit/s (the notes give 1-8 Mbit/s). Qeq as QCN's (BCN's successor); the
+# severe-congestion threshold Qsc at 4 Qeq and the minimum rate 5 Mbit/s are frerlab's choices
+# (docs/congestion.md).
+BCN_QEQ_BYTES = 26_000
+BCN_W = 2.0
+BCN_PM = 0.01
+BCN_QSC_PER_QEQ = 4
+BCN_GI = 4.0
+BCN_GD = 1 / 128
+BCN_RU = 1_000_000
+BCN_MIN_RATE = 5_000_000
+# Gd x 63 must stay below 1, or a notification would stop the talker.
+BCN_MAX_GD = 1 / 63
+# FECN (Jiang, Jain, So-In 2007; notes/simulation.md): T 1 ms, N0 200, Qeq 192,000 bits,
+# a 1.1, b 1.002, c 0.1, alpha 0.5. The notes name a limit on the increase per interval without
+# a value: at most doubling is frerlab's choice.
+FECN_INTERVAL_PS = 10**9
+FECN_QEQ_BYTES = 24_000
+FECN_A = 1.1
+FECN_B = 1.002
+FECN_C = 0.1
+FECN_ALPHA = 0.5
+FECN_N0 = 200
+FECN_MAX_INCREASE = 2.0
 
 
 class _Model(BaseModel):
@@ -135,14 +161,49 @@ class QcnPoint(_Model):
     jitter: float = Field(QCN_SAMPLE_JITTER, ge=0, lt=1, description="sampling interval drawn within +-jitter")
 
 
+class BcnPoint(_Model):
+    """A BCN congestion point on each traffic-class queue of the port: samples frames of BCN
+    streams with probability pm, signed feedback Fb = -(Qoff + w Qdelta) to their talkers, the
+    largest negative feedback above Qsc."""
+
+    qeq: Size = Field(BCN_QEQ_BYTES, ge=1, description="equilibrium queue length Qeq, bytes")
+    w: float = Field(BCN_W, ge=0, le=64, description="weight of the queue growth Qdelta")
+    pm: float = Field(BCN_PM, gt=0, le=1, description="probability that an arriving frame is sampled")
+    qsc: Size | None = Field(None, ge=1, description=f"severe-congestion threshold, bytes (default {BCN_QSC_PER_QEQ} x qeq)")
+
+    @model_validator(mode="after")
+    def _qsc_above_qeq(self) -> BcnPoint:
+        if self.qsc is None:
+            self.qsc = BCN_QSC_PER_QEQ * self.qeq
+        elif self.qsc < self.qeq:
+            raise ValueError(f"qsc {self.qsc} bytes is below qeq {self.qeq} bytes (qsc >= qeq)")
+        return self
+
+
+class FecnPoint(_Model):
+    """A FECN point: the port advertises a rate, renewed every interval from the load it
+    measured and its queue, and writes it into the probes that pass."""
+
+    interval: Annotated[Time, at_most(MAX_DELAY_PS)] = Field(FECN_INTERVAL_PS, gt=0, description="measurement interval T")
+    qeq: Size = Field(FECN_QEQ_BYTES, ge=1, description="equilibrium queue length Qeq, bytes")
+    a: float = Field(FECN_A, gt=1, le=100, description="queue control above an empty queue (f(0) = a)")
+    b: float = Field(FECN_B, gt=1, le=100, description="queue control above Qeq")
+    c: float = Field(FECN_C, gt=0, le=1, description="floor of the queue control")
+    alpha: float = Field(FECN_ALPHA, gt=0, le=1, description="weight of the new rate in the average")
+    n0: int = Field(FECN_N0, ge=1, le=10**6, description="the first advertised rate is the port rate / n0")
+    max_increase: float = Field(FECN_MAX_INCREASE, ge=1, le=1000, description="largest growth factor per interval")
+
+
 class Egress(_Model):
-    """Egress queues of a port: limits in bytes, credit-based shapers, gate control list, QCN
-    congestion point."""
+    """Egress queues of a port: limits in bytes, credit-based shapers, gate control list, a
+    QCN, BCN or FECN congestion point."""
 
     queue_limit: Size | dict[int, Size] | None = None
     cbs: dict[int, Rate] = Field(default_factory=dict, description="idleSlope per traffic class")
     gates: Gates | None = None
     qcn: QcnPoint | None = None
+    bcn: BcnPoint | None = None
+    fecn: FecnPoint | None = None
 
     @model_validator(mode="after")
     def _classes_exist(self) -> Egress:
@@ -172,6 +233,15 @@ class Failure(_Model):
         if self.up <= self.down:
             raise ValueError(f"failure up {time_text(self.up)} is not after down {time_text(self.down)}")
         return self
+
+
+class RateChange(_Model):
+    """From `at` on, the link sends at `rate` towards `toward` (one of its ends; default both
+    directions): an egress whose service rate drops makes an output-generated hotspot."""
+
+    at: Time
+    rate: Rate = Field(gt=0)
+    toward: str | None = None
 
 
 class Bernoulli(_Model):
@@ -204,6 +274,7 @@ class Link(_Model):
     failures: list[Failure] = Field(default_factory=list)
     loss: Annotated[Bernoulli | GilbertElliott, Field(discriminator="model")] | None = None
     pause: Pause | None = Field(None, description="IEEE 802.3x PAUSE in both directions")
+    rate_changes: list[RateChange] = Field(default_factory=list, max_length=MAX_GATE_ENTRIES)
 
     @model_validator(mode="after")
     def _slopes_within_rate(self) -> Link:
@@ -295,6 +366,23 @@ class QcnReaction(_Model):
     min_rate: Rate = Field(QCN_MIN_RATE, gt=0, description="lowest rate a notification sets")
 
 
+class BcnReaction(_Model):
+    """A BCN rate regulator: additive increase on positive feedback from the congestion point
+    that slowed it, multiplicative decrease on negative feedback."""
+
+    gi: float = Field(BCN_GI, gt=0, le=1000, description="increase gain Gi")
+    gd: float = Field(BCN_GD, gt=0, lt=BCN_MAX_GD, description="decrease gain Gd (below 1/63)")
+    ru: Rate = Field(BCN_RU, gt=0, description="rate unit Ru of an increase")
+    min_rate: Rate = Field(BCN_MIN_RATE, gt=0, description="lowest rate a decrease sets")
+
+
+class FecnSource(_Model):
+    """FECN probing: a rate-discovery probe every interval; the talker sends at the rate the
+    probes bring back (at most its configured rate)."""
+
+    interval: Annotated[Time, at_most(MAX_DELAY_PS)] = Field(FECN_INTERVAL_PS, gt=0, description="probe period T")
+
+
 class Stream(_Model):
     """Traffic from a talker to a listener over one or more paths."""
 
@@ -311,12 +399,19 @@ class Stream(_Model):
     paths: list[list[str]] = Field(min_length=1)
     frer: Frer | None = None
     qcn: QcnReaction | None = Field(None, description="QCN reaction point: the rate follows notifications")
+    bcn: BcnReaction | None = Field(None, description="BCN regulator: the rate follows BCN feedback")
+    fecn: FecnSource | None = Field(None, description="FECN probing: the rate follows returned probes")
 
     @model_validator(mode="after")
-    def _min_rate_within_rate(self) -> Stream:
-        if self.qcn is not None and self.qcn.min_rate > self.rate:
-            raise ValueError(f"qcn.min_rate {self.qcn.min_rate} bit/s is out of range "
-                             f"(1..={self.rate} bit/s, the stream rate)")
+    def _one_regulator_within_rate(self) -> Stream:
+        chosen = [name for name in ("qcn", "bcn", "fecn") if getattr(self, name) is not None]
+        if len(chosen) > 1:
+            raise ValueError(f"{' and '.join(chosen)} on one stream: choose one regulator")
+        for name in ("qcn", "bcn"):
+            regulator = getattr(self, name)
+            if regulator is not None and regulator.min_rate > self.rate:
+                raise ValueError(f"{name}.min_rate {regulator.min_rate} bit/s is out of range "
+                                 f"(1..={self.rate} bit/s, the stream rate)")
         return self
 
 
@@ -369,6 +464,14 @@ def compile_spec(sc: Scenario) -> dict[str, Any]:
         for end in (link.a, link.b):
             if end not in node_index:
                 raise ValueError(f"link {link.name}: " + _known("node", end, node_index))
+        for toward in {c.toward for c in link.rate_changes} - {None}:
+            if toward not in (link.a, link.b):
+                raise ValueError(f"link {link.name}: rate_changes toward {toward!r} is not one of its ends "
+                                 f"({link.a}, {link.b})")
+        for end in (link.a, link.b):
+            times = [c.at for c in link.rate_changes if c.toward in (None, end)]
+            if times != sorted(set(times)):
+                raise ValueError(f"link {link.name}: rate_changes toward {end} must be in increasing time")
         links[link.name] = link
     ports, port_index = [], {}
     for link in sc.links:
@@ -391,6 +494,9 @@ def compile_spec(sc: Scenario) -> dict[str, Any]:
                 "loss": {"model": "none"} if link.loss is None else link.loss.model_dump(),
                 "pause": None if pause is None else {"reverse": reverse, **pause.model_dump()},
                 "qcn": None if link.egress.qcn is None else link.egress.qcn.model_dump(),
+                "bcn": None if link.egress.bcn is None else link.egress.bcn.model_dump(),
+                "fecn": None if link.egress.fecn is None else link.egress.fecn.model_dump(),
+                "rate_changes": [[c.at, c.rate] for c in link.rate_changes if c.toward in (None, dst)],
             })
     streams = [_compile_stream(s, node_index, links, port_index) for s in sc.streams]
     names = [s.name for s in sc.streams]
@@ -451,8 +557,9 @@ def _compile_stream(s: Stream, node_index: dict, links: dict, port_index: dict) 
         spec["generation"] = node_index[gen]
         spec["rtag_bytes"] = s.frer.rtag_bytes
         spec["recovery"] = [_compile_recovery(s.name, r, node_index, links, port_index) for r in s.frer.sequence_recovery]
-    if s.qcn is not None:
-        spec["qcn"] = s.qcn.model_dump()
+    for name in ("qcn", "bcn", "fecn"):
+        if getattr(s, name) is not None:
+            spec[name] = getattr(s, name).model_dump()
     return spec
 
 
