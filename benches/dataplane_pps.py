@@ -1,11 +1,12 @@
 """eBPF data plane: throughput, per-frame program cost and added latency of FRER against plain
-tc redirects, side by side in one run.
+redirects, for tc and for XDP, side by side in one run.
 
 Topology (frerlab.dataplane.twopath): talker - sw1 - paths a, b - sw2 - listener. "frer": sw1
 numbers and replicates, sw2 eliminates and removes the R-TAG. Baselines with no FRER
 (bpf/redirect.c): "plain" = path a only (the issue's baseline; every frame crosses one veth
 fewer than with FRER); "plain-dual" = sw1 copies every frame onto both paths, sw2 forwards
 path a's and drops path b's (as many frames and veth hops as FRER: what FRER itself costs).
+"xdp-frer" and "xdp-plain": "frer" and "plain" in native XDP (bpf/frer_xdp.c, xdp_plain_redirect).
 
 The three topologies stay up for the whole run; each round measures every size and mode, in
 an order rotating from round to round, so machine noise hits all modes alike.
@@ -34,7 +35,9 @@ from pathlib import Path
 from frerlab.dataplane import bpfsys
 from frerlab.dataplane.twopath import MODES, TwoPath
 
-SIZES = (64, 1518)
+SIZES = (64, 512, 1518)
+#: (FRER mode, its baseline): the ratios reported
+COMPARISONS = (("frer", "plain"), ("frer", "plain-dual"), ("xdp-frer", "xdp-plain"), ("xdp-frer", "frer"))
 ROLES = ("sw1", "sw2")
 
 
@@ -99,10 +102,9 @@ def report(raw: list[dict], rounds: int) -> None:
     for size in SIZES:
         for mode in MODES:
             print(f"  {size:>4} B {mode:<10} {spread([r['pps'] for r in pick('throughput', mode, size)], ',.0f')}")
-        frer = [r["pps"] for r in pick("throughput", "frer", size)]
-        for base in MODES[1:]:
-            ratios = [f / b["pps"] for f, b in zip(frer, pick("throughput", base, size))]
-            print(f"  {size:>4} B frer / {base:<10} {spread(ratios, '.2f')}  (per-round ratios)")
+        for mode, base in COMPARISONS:
+            ratios = [f["pps"] / b["pps"] for f, b in zip(pick("throughput", mode, size), pick("throughput", base, size))]
+            print(f"  {size:>4} B {mode} / {base:<10} {spread(ratios, '.2f')}  (per-round ratios)")
     print("BPF program cost during the throughput streams: ns per run, runs per frame entering sw1")
     for size in SIZES:
         for mode in MODES:
@@ -114,13 +116,13 @@ def report(raw: list[dict], rounds: int) -> None:
                 cells.append(f"{role} {spread(per_run, '.0f')} ns x {runs:.2f}")
             total = [sum(r["bpf"][role]["run_time_ns"] for role in ROLES) / r["bpf"]["sw1"]["run_cnt"] for r in rows]
             print(f"  {size:>4} B {mode:<10} {'; '.join(cells)}; both switches {spread(total, '.0f')} ns/frame")
-    print("one-way latency p50 (us) and frer's added p50, median (min .. max) over rounds")
+    print("one-way latency p50 (us) and FRER's added p50, median (min .. max) over rounds")
     for size in SIZES:
         p50 = {mode: [r["p50_ns"] / 1000 for r in pick("latency", mode, size)] for mode in MODES}
         print(f"  {size:>4} B " + "; ".join(f"{mode} {spread(p50[mode], '.1f')}" for mode in MODES))
-        for base in MODES[1:]:
-            added = [f - b for f, b in zip(p50["frer"], p50[base])]
-            print(f"  {size:>4} B added vs {base:<10} {spread(added, '.2f')} us")
+        for mode, base in COMPARISONS:
+            added = [f - b for f, b in zip(p50[mode], p50[base])]
+            print(f"  {size:>4} B {mode} added vs {base:<10} {spread(added, '.2f')} us")
     loads = [r["load1"] for r in raw]
     print(f"load average (1 min) at the start of the rounds: {min(loads):.2f} .. {max(loads):.2f}; "
           f"{rounds} rounds")

@@ -5,6 +5,8 @@
  * of `redirect_to` leaves through the port stored there; other frames go to the kernel.
  * plain_copy first sends a copy to the port in `copy_to` (a plain two-path split);
  * plain_drop drops every frame (the second path's copies at the merging switch).
+ * xdp_plain_redirect is plain_redirect in XDP; xdp_pass lets every frame up (on a veth whose
+ * peer redirects into it in native XDP mode, the receiving end needs an XDP program).
  */
 #include <linux/bpf.h>
 #include <linux/pkt_cls.h>
@@ -53,6 +55,21 @@ SEC("tc")
 int plain_drop(struct __sk_buff *skb)
 {
 	return TC_ACT_SHOT;
+}
+
+SEC("xdp")
+int xdp_plain_redirect(struct xdp_md *ctx)
+{
+	__u32 in = ctx->ingress_ifindex;
+	__u32 *out = bpf_map_lookup_elem(&redirect_to, &in);
+
+	return out ? bpf_redirect(*out, 0) : XDP_PASS;
+}
+
+SEC("xdp")
+int xdp_pass(struct xdp_md *ctx)
+{
+	return XDP_PASS;
 }
 
 char _license[] SEC("license") = "GPL";

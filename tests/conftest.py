@@ -5,7 +5,6 @@ body), and the one-port-per-path recovery listener the replays configure."""
 
 from __future__ import annotations
 
-import ctypes
 import os
 import shutil
 import subprocess
@@ -16,7 +15,7 @@ import pytest
 
 from frerlab.dataplane import bpfsys, layout
 from frerlab.dataplane.node import OBJECT, XDP_OBJECT, open_maps
-from frerlab.netns import Namespaces, link_info
+from frerlab.netns import Namespaces, entered, link_info
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Ingress ifindex of port p in the replays (BPF_PROG_TEST_RUN takes any number).
@@ -56,28 +55,6 @@ def frer_pinned():
         yield pinned
 
 
-_CLONE_NEWNET = 0x40000000
-_libc = ctypes.CDLL(None, use_errno=True)
-
-
-@contextmanager
-def _inside(netns: str):
-    """The calling thread inside network namespace `netns` (XDP test runs take their ingress
-    device from the caller's namespace), back in its own one afterwards."""
-    own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
-    target = os.open(f"/run/netns/{netns}", os.O_RDONLY)
-    try:
-        if _libc.setns(target, _CLONE_NEWNET):
-            raise OSError(ctypes.get_errno(), f"entering network namespace {netns}")
-        try:
-            yield
-        finally:
-            _libc.setns(own, _CLONE_NEWNET)
-    finally:
-        os.close(own)
-        os.close(target)
-
-
 class HookRunner:
     """frer.o's maps and one hook's program on them: `run(frame, port)` runs frer_ingress (tc)
     or frer_xdp on a frame received on port p; `passed`, `dropped` are that hook's verdicts
@@ -96,7 +73,7 @@ class HookRunner:
         """(verdict, frame as the program left it) for `frame` received on port `port`."""
         if self.netns is None:
             return self.prog.test_run(frame, self.ifindexes[port])
-        with _inside(self.netns):
+        with entered(self.netns):
             return self.prog.test_run(frame, self.ifindexes[port], xdp=True)
 
 

@@ -10,8 +10,11 @@ failure half-way). Hosts get IPv6 off and loopback up; links are veth pairs.
 
 from __future__ import annotations
 
+import ctypes
 import json
+import os
 import subprocess
+from contextlib import contextmanager
 from pathlib import Path
 
 from frerlab.errors import ToolFailed
@@ -91,3 +94,31 @@ class Namespaces:
         for name in self.ns.values():
             subprocess.run(["ip", "netns", "del", name], capture_output=True)
         self.ns.clear()
+
+
+_CLONE_NEWNET = 0x40000000
+
+
+@contextmanager
+def entered(netns: str | None):
+    """The calling thread inside network namespace `netns` (None: where it is), back in its own
+    afterwards: for what the kernel resolves in the caller's namespace, such as the ifindex
+    of a device map entry or of an XDP test run."""
+    if netns is None:
+        yield
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+    try:
+        target = os.open(Path("/run/netns", netns), os.O_RDONLY)
+        try:
+            if libc.setns(target, _CLONE_NEWNET):
+                raise OSError(ctypes.get_errno(), f"entering network namespace {netns}")
+        finally:
+            os.close(target)
+        try:
+            yield
+        finally:
+            libc.setns(own, _CLONE_NEWNET)
+    finally:
+        os.close(own)

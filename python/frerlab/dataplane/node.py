@@ -22,6 +22,7 @@ from pathlib import Path
 from frerlab.dataplane import bpfsys, layout
 from frerlab.dataplane.config import LOCAL, NodePlan
 from frerlab.names import check_name, inside
+from frerlab.netns import entered
 
 OBJECT = Path(__file__).resolve().parents[3] / "bpf" / "build" / "frer.o"
 XDP_OBJECT = OBJECT.with_name("frer_xdp.o")
@@ -228,10 +229,11 @@ class Node:
             self.maps["streams"].update(layout.key(stream), layout.stream(
                 flags, outs, plan.recovery_ports[stream], plan.individual_feeds[stream]))
             self._xdp_copies(stream, [self.ifindex(o.port) for o in outputs if o.port != LOCAL])
-        if self.xdp:
-            for index, port in enumerate(self.ports):
-                if plan.bridge_mask >> index & 1:
-                    self.maps["xdp_bridge"].update(layout.key(self.ifindex(port)), layout.key(self.ifindex(port)))
+        bridge = [self.ifindex(p) for i, p in enumerate(self.ports) if plan.bridge_mask >> i & 1]
+        if self.xdp and bridge:
+            with entered(self.netns):
+                for ifindex in bridge:
+                    self.maps["xdp_bridge"].update(layout.key(ifindex), layout.key(ifindex))
         for r in plan.recoveries:
             self.maps["rcvy"].update(layout.rcvy_key(r.stream, r.instance), r.config.pack())
         for index, identity in enumerate(plan.identities):
@@ -248,7 +250,8 @@ class Node:
         path = self.pin_dir / "xdp" / f"copies{stream}"
         path.unlink(missing_ok=True)
         bpfsys.create_map(path, "devmap_hash", 4, 4, layout.MAX_OUTPUTS)
-        with bpfsys.Map(path, 4, 4) as copies:
+        # a device map takes its devices from the updating thread's namespace
+        with bpfsys.Map(path, 4, 4) as copies, entered(self.netns):
             for ifindex in ifindexes:
                 copies.update(layout.key(ifindex), layout.key(ifindex))
             self.maps["xdp_copies"].update(layout.key(stream), layout.key(copies.fd))

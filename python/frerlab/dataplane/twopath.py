@@ -5,7 +5,11 @@ plane: talker (198.18.0.1) - sw1 - paths a and b - sw2 - listener (198.18.0.2), 
 mode "frer": sw1 numbers and replicates onto both paths, sw2 eliminates and removes the R-TAG
 (frerlab's eBPF data plane). The baselines are plain tc redirects with no FRER
 (bpf/redirect.c): "plain" uses path a only; "plain-dual" moves as many frames as "frer" (sw1
-copies every frame onto both paths, sw2 forwards path a's and drops path b's). The full
+copies every frame onto both paths, sw2 forwards path a's and drops path b's). "xdp-frer" and
+"xdp-plain" are "frer" and "plain" in native XDP (bpf/frer_xdp.c, xdp_plain_redirect); the
+listener's port then runs xdp_pass, because a frame redirected into a veth in native mode is
+delivered only to a peer with an XDP program, and the talker computes its checksums (tx
+offload off), because a redirected XDP frame has no skb to carry a partial checksum. The full
 testbed (shaping, impairments, both directions, `frerlab testbed`) is issue 4; this is the
 data plane's own harness.
 """
@@ -19,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from frerlab.dataplane import bpfsys, layout
-from frerlab.dataplane.node import Node, attach_ingress, detach, ifindex
+from frerlab.dataplane.node import Node, attach_ingress, attach_xdp, detach, ifindex
 from frerlab.netns import Namespaces, ip, link_info
 from frerlab.traffic.across import stream_across
 
@@ -31,7 +35,7 @@ LISTENER_IP = "198.18.0.2"
 #: MTU of the path links: room for an R-TAG (6 bytes) on a full-size frame.
 PATH_MTU = 1506
 _ids = itertools.count()
-MODES = ("frer", "plain", "plain-dual")
+MODES = ("frer", "plain", "plain-dual", "xdp-frer", "xdp-plain")
 
 
 class TwoPath:
@@ -70,16 +74,24 @@ class TwoPath:
         self.net.run("lis", "ip", "addr", "add", f"{LISTENER_IP}/24", "dev", "l0")
         self.net.run("tal", "ip", "neigh", "replace", LISTENER_IP, "lladdr", self.net.mac("lis", "l0"),
                      "dev", "t0", "nud", "permanent")
-        if self.mode == "frer":
-            self.sw1 = Node(f"{self.prefix}-sw1", self.ns["sw1"], ["up", "pa", "pb"]).__enter__()
+        xdp = self.mode.startswith("xdp")
+        if xdp:
+            self._plain("lis", {"l0": ("xdp_pass", None)}, xdp=True)
+            # a redirected XDP frame leaves its skb's checksum offload behind: the talker
+            # must send complete checksums
+            self.net.run("tal", "ethtool", "-K", "t0", "tx", "off")
+        if self.mode in ("frer", "xdp-frer"):
+            self.sw1 = Node(f"{self.prefix}-sw1", self.ns["sw1"], ["up", "pa", "pb"], xdp=xdp).__enter__()
             self.sw1.add_stream(0, ingress=["up"], outputs=["pa", "pb"], generate=True, encode=True)
-            self.sw2 = Node(f"{self.prefix}-sw2", self.ns["sw2"], ["pa", "pb", "down"]).__enter__()
+            self.sw2 = Node(f"{self.prefix}-sw2", self.ns["sw2"], ["pa", "pb", "down"], xdp=xdp).__enter__()
             self.sw2.add_stream(0, ingress=["pa", "pb"], outputs=["down"], recovery=layout.RecoveryConfig(
                 history_length=self.history_length, reset_timeout_ns=1_000_000_000))
-            self.sw1.attach()
-            self.sw2.attach()
             for role, node in (("sw1", self.sw1), ("sw2", self.sw2)):
-                self.programs[role].append(node.pin_dir / "frer_ingress")
+                node.attach(xdp={port: "native" for port in node.ports} if xdp else None)
+                self.programs[role].append(node.pin_dir / ("xdp/frer_xdp" if xdp else "frer_ingress"))
+        elif self.mode == "xdp-plain":
+            self._plain("sw1", {"up": ("xdp_plain_redirect", "pa")}, xdp=True)
+            self._plain("sw2", {"pa": ("xdp_plain_redirect", "down")}, xdp=True)
         elif self.mode == "plain":
             self._plain("sw1", {"up": ("plain_redirect", "pa")})
             self._plain("sw2", {"pa": ("plain_redirect", "down")})
@@ -88,9 +100,10 @@ class TwoPath:
             self._plain("sw2", {"pa": ("plain_redirect", "down"), "pb": ("plain_drop", None)})
 
     def _plain(self, role: str, ports: dict[str, tuple[str, str | None]],
-               copy: dict[str, str] | None = None) -> None:
+               copy: dict[str, str] | None = None, xdp: bool = False) -> None:
         """Loads bpf/redirect.o for `role`; `ports` maps each input port to (program, output
-        port), `copy` an input port to the port that gets a copy first."""
+        port), `copy` an input port to the port that gets a copy first; `xdp`: the programs are
+        XDP ones, attached native."""
         netns = self.ns[role]
         pin_dir = bpfsys.BPFFS / f"{self.prefix}-{role}"
         bpfsys.load_and_pin(REDIRECT_OBJECT, pin_dir)
@@ -104,8 +117,12 @@ class TwoPath:
                 copy_to.update(layout.key(ifindex(netns, port_in)), layout.key(ifindex(netns, port_copy)))
         for port_in, (program, _) in ports.items():
             self._plain_ports.append((netns, port_in))
-            attach_ingress(netns, port_in, pin_dir / program)
-            self.programs[role].append(pin_dir / program)
+            if xdp:
+                attach_xdp(netns, port_in, pin_dir / program, "native")
+            else:
+                attach_ingress(netns, port_in, pin_dir / program)
+            if role != "lis":
+                self.programs[role].append(pin_dir / program)
 
     def exec(self, role: str, argv: list[str]) -> list[str]:
         """`argv` wrapped to run in the namespace of `role` (tal, sw1, sw2, lis)."""
