@@ -16,7 +16,7 @@ from frerlab.names import output_dir
 from frerlab.files import write_atomic
 from frerlab.sim.api import check, prepare, run, scenario_data, set_field
 from frerlab.sim.cost import MAX_EVENTS, MAX_SERIES_ROWS, MAX_TRACE_ROWS
-from frerlab.sim.sweep import check_points, grid_points, rate_arg, sweep, zero_loss_rate
+from frerlab.sim.sweep import check_points, grid_points, rate_arg, summary_table, sweep, zero_loss_rate
 from frerlab.names import shown
 from frerlab.yamlfile import read_mapping
 
@@ -41,16 +41,20 @@ GRID_EPILOG = """A grid file names a scenario (relative to the grid file) and th
   grid:
     streams.udp.rate: [100Mbps, 500Mbps, 900Mbps]
     links.sw1-l.queue_limit: [64KiB, 256KiB]
+  summary: streams      (default; `hotspot`: one row of frerlab.sim.hotspot metrics per run)
 
 Every combination is one run. The results directory gets one table, sweep.parquet and
-sweep.csv (the grid's fields as the first columns, one row per run and stream, and the worker
-that ran it), a copy of the grid file, and each run's raw report and tables in point-NNN/.
+sweep.csv (the grid's fields as the first columns, one row per run and stream (or per run,
+for `summary: hotspot`), and the worker that ran it), a copy of the grid file, and each run's
+raw report and tables in point-NNN/.
 With --scheduler the runs go to the workers of a Dask cluster (`dask scheduler`, then
 `dask worker ADDRESS` on each machine, with frerlab installed); this process writes every file.
 """
 
 SUMMARY_COLUMNS = ["stream", "sent", "received", "lost", "loss_ratio", "duplicates", "reordered",
                    "latency_p50_ns", "latency_p99_ns", "latency_max_ns"]
+HOTSPOT_COLUMNS = ["drain_time_s", "settle_time_s", "fair_time_s", "utilisation", "jain", "victim_ratio", "hotspot_loss_ratio",
+                   "control_bps"]
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -168,6 +172,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_sweep(args: argparse.Namespace) -> int:
     """Runs a grid file's every point with a progress bar and writes the one table."""
     from rich.console import Console
+
+    from frerlab.sim.hotspot import summary_row as hotspot_summary
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
         TimeRemainingColumn
 
@@ -176,17 +182,20 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         raise UsageError(f"--jobs {args.jobs} is out of range (1..1024 processes)")
     spec = read_mapping(args.grid, "grid file", "a grid file is a mapping with `scenario: PATH` and "
                                                 "`grid: {FIELD: [VALUES]}`")
-    unknown = sorted(set(spec) - {"scenario", "grid"})
+    unknown = sorted(set(spec) - {"scenario", "grid", "summary"})
     if unknown or not isinstance(spec.get("scenario"), str) or "grid" not in spec:
-        raise UsageError(f"{args.grid}: a grid file holds `scenario: PATH` and `grid: {{FIELD: [VALUES]}}`"
-                         + (f"; unknown key {shown(unknown[0])}" if unknown else ""))
+        raise UsageError(f"{args.grid}: a grid file holds `scenario: PATH`, `grid: {{FIELD: [VALUES]}}` and "
+                         "optionally `summary: streams | hotspot`" + (f"; unknown key {shown(unknown[0])}" if unknown else ""))
+    summary = spec.get("summary", "streams")
+    if summary not in ("streams", "hotspot"):
+        raise UsageError(f"{args.grid}: summary {shown(summary)} is not valid (streams or hotspot)")
     scenario = args.grid.parent / spec["scenario"]
     columns = [TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("ETA"),
                TimeRemainingColumn()]
     with Progress(*columns, console=Console(stderr=True), transient=False) as bar:
         task = bar.add_task("sweep", total=None)
         table = sweep(scenario, spec["grid"], processes=args.jobs, output=out, allow_long=args.allow_long,
-                      scheduler=args.scheduler,
+                      scheduler=args.scheduler, summarize=hotspot_summary if summary == "hotspot" else summary_table,
                       progress=lambda done, total, point: bar.update(task, completed=done, total=total))
     write_atomic(out / args.grid.name, args.grid.read_text())
     parquet = io.BytesIO()
@@ -194,7 +203,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     write_atomic(out / "sweep.parquet", parquet.getvalue())
     write_atomic(out / "sweep.csv", table.to_csv(index=False))
     grid_columns = list(spec["grid"])
-    print(table[grid_columns + [c for c in SUMMARY_COLUMNS if c in table]].to_string(index=False), flush=True)
+    shown_columns = HOTSPOT_COLUMNS if summary == "hotspot" else SUMMARY_COLUMNS
+    with pd.option_context("display.width", 250, "display.max_colwidth", 40):
+        print(table[grid_columns + [c for c in shown_columns if c in table]].to_string(index=False), flush=True)
     print(f"results written to {out} (sweep.parquet, sweep.csv, point-NNN/)", file=sys.stderr)
     return 0
 

@@ -2,14 +2,17 @@
 egress queues and shapers, streams with their paths and FRER functions), validated with
 pydantic, and compiled into the index-based spec the Rust simulator runs.
 
-Names are used everywhere in the file (links are named, paths are lists of link names, FRER
+Names are used everywhere in the file (links are named, paths are lists of link names (a
+stream without `paths` takes the shortest one), FRER
 functions sit on named nodes), units are strings ("1Gbps", "10ms", "160KiB"). FRER settings
 use the IEEE 802.1CB YANG names (sequence_generation, sequence_recovery, algorithm,
 history_length, reset_timeout, individual_recovery, take_no_sequence).
 
 Congestion control: `pause` (IEEE 802.3x) on a link or a node; a congestion point as a link's
 `egress.qcn` (IEEE 802.1Qau), `egress.bcn` or `egress.fecn`, and the matching regulator as a
-stream's `qcn`, `bcn` or `fecn`. A link's `rate_changes` make an egress's service rate drop (an
+stream's `qcn`, `bcn` or `fecn`; or the scenario's `congestion` section, which puts one
+mechanism's congestion point on every switch egress and its regulator on every stream (their
+own settings take precedence). A link's `rate_changes` make an egress's service rate drop (an
 output-generated hotspot). Their defaults are set here and nowhere else (the Rust spec requires
 every field), each with its source; docs/congestion.md discusses them.
 """
@@ -396,7 +399,7 @@ class Stream(_Model):
     rate_layer: Literal["l1", "l2"] = "l2"
     start: Time = 0
     count: int | None = Field(None, ge=1, le=MAX_COUNT)
-    paths: list[list[str]] = Field(min_length=1)
+    paths: list[list[str]] | None = Field(None, min_length=1, description="link names; none: the shortest path")
     frer: Frer | None = None
     qcn: QcnReaction | None = Field(None, description="QCN reaction point: the rate follows notifications")
     bcn: BcnReaction | None = Field(None, description="BCN regulator: the rate follows BCN feedback")
@@ -415,6 +418,38 @@ class Stream(_Model):
         return self
 
 
+class QcnNetwork(_Model):
+    """QCN on every switch egress and every stream."""
+
+    mechanism: Literal["qcn"]
+    point: QcnPoint = QcnPoint()
+    regulator: QcnReaction = QcnReaction()
+
+
+class BcnNetwork(_Model):
+    """BCN on every switch egress and every stream."""
+
+    mechanism: Literal["bcn"]
+    point: BcnPoint = BcnPoint()
+    regulator: BcnReaction = BcnReaction()
+
+
+class FecnNetwork(_Model):
+    """FECN on every switch egress and every stream; `interval` (T) sets the ports' and the
+    talkers' intervals together."""
+
+    mechanism: Literal["fecn"]
+    interval: Annotated[Time, at_most(MAX_DELAY_PS)] | None = Field(None, gt=0, description="T of points and talkers")
+    point: FecnPoint = FecnPoint()
+    regulator: FecnSource = FecnSource()
+
+    @model_validator(mode="after")
+    def _one_interval(self) -> FecnNetwork:
+        if self.interval is not None:
+            self.point.interval = self.regulator.interval = self.interval
+        return self
+
+
 class Scenario(_Model):
     """A whole scenario file."""
 
@@ -428,6 +463,7 @@ class Scenario(_Model):
     nodes: dict[str, Node]
     links: list[Link]
     streams: list[Stream] = Field(min_length=1)
+    congestion: Annotated[QcnNetwork | BcnNetwork | FecnNetwork, Field(discriminator="mechanism")] | None = None
     sweep: dict[str, Annotated[list[Any], Field(min_length=1)]] = Field(default_factory=dict)
 
     @model_validator(mode="after")
@@ -493,12 +529,14 @@ def compile_spec(sc: Scenario) -> dict[str, Any]:
                 "failures": [[f.down, f.up] for f in link.failures],
                 "loss": {"model": "none"} if link.loss is None else link.loss.model_dump(),
                 "pause": None if pause is None else {"reverse": reverse, **pause.model_dump()},
-                "qcn": None if link.egress.qcn is None else link.egress.qcn.model_dump(),
-                "bcn": None if link.egress.bcn is None else link.egress.bcn.model_dump(),
-                "fecn": None if link.egress.fecn is None else link.egress.fecn.model_dump(),
+                **_congestion_point(link.egress, sc.congestion if sc.nodes[src].kind == "switch" else None),
                 "rate_changes": [[c.at, c.rate] for c in link.rate_changes if c.toward in (None, dst)],
             })
     streams = [_compile_stream(s, node_index, links, port_index) for s in sc.streams]
+    if sc.congestion is not None:
+        for spec in streams:
+            if not any(name in spec for name in ("qcn", "bcn", "fecn")):
+                spec[sc.congestion.mechanism] = sc.congestion.regulator.model_dump()
     names = [s.name for s in sc.streams]
     if len(set(names)) != len(names):
         raise ValueError(f"stream names must be unique: {names}")
@@ -509,6 +547,37 @@ def compile_spec(sc: Scenario) -> dict[str, Any]:
                    "cell": n.buffer.cell} for name, n in sc.nodes.items()],
         "ports": ports, "streams": streams,
     }
+
+
+def _congestion_point(egress: Egress, network: QcnNetwork | BcnNetwork | FecnNetwork | None) -> dict[str, Any]:
+    """The port's congestion points: its egress's own, else the network's (for a switch's port)."""
+    points = {name: getattr(egress, name) for name in ("qcn", "bcn", "fecn")}
+    if network is not None and not any(points.values()):
+        points[network.mechanism] = network.point
+    return {name: None if point is None else point.model_dump() for name, point in points.items()}
+
+
+def _shortest_path(s: Stream, links: dict) -> list[str]:
+    """The fewest links from the talker to the listener (the first found, in file order)."""
+    came_from: dict[str, tuple[str, str] | None] = {s.talker: None}
+    frontier = [s.talker]
+    while frontier and s.listener not in came_from:
+        reached = []
+        for node in frontier:
+            for link in links.values():
+                if node in (link.a, link.b):
+                    other = link.b if node == link.a else link.a
+                    if other not in came_from:
+                        came_from[other] = (node, link.name)
+                        reached.append(other)
+        frontier = reached
+    if s.listener not in came_from:
+        raise ValueError(f"stream {s.name}: no path from {s.talker!r} to {s.listener!r}")
+    path, at = [], s.listener
+    while (step := came_from[at]) is not None:
+        at, link_name = step
+        path.append(link_name)
+    return path[::-1]
 
 
 def _compile_stream(s: Stream, node_index: dict, links: dict, port_index: dict) -> dict[str, Any]:
@@ -522,7 +591,7 @@ def _compile_stream(s: Stream, node_index: dict, links: dict, port_index: dict) 
     hops: list[dict] = []
     children: dict[int, list[int]] = {-1: []}
     trie: dict[tuple[int, ...], int] = {}
-    for number, path in enumerate(s.paths):
+    for number, path in enumerate(s.paths or [_shortest_path(s, links)]):
         at, parent, split = s.talker, -1, False
         for link_name in path:
             link = links.get(link_name)

@@ -84,8 +84,9 @@ def _run_point(data: dict[str, Any], point: dict[str, Any]) -> tuple[SimResult, 
     return run(data, point, allow_long=True), f"{socket.gethostname()}:{os.getpid()}"  # checked before any run
 
 
-def _point_table(result: SimResult, point: dict[str, Any], worker: str) -> pd.DataFrame:
-    table = summary_table(result)
+def _point_table(result: SimResult, point: dict[str, Any], worker: str,
+                 summarize: Callable[[SimResult], pd.DataFrame]) -> pd.DataFrame:
+    table = summarize(result)
     for i, (name, value) in enumerate(point.items()):
         table.insert(i, name, value if isinstance(value, (int, float, str, bool)) else str(value))
     table["worker"] = worker
@@ -118,12 +119,14 @@ def sweep(
     output: str | Path | None = None,
     allow_long: bool = False,
     scheduler: str | None = None,
+    summarize: Callable[[SimResult], pd.DataFrame] = summary_table,
 ) -> pd.DataFrame:
     """Runs every point of `grid` (default: the scenario's own `sweep` section) in parallel:
     local processes (`processes`, default one per CPU) or, with `scheduler`, the workers of a
     Dask cluster. `progress(done, total, point)` is called as each run ends (default: a line on
     stderr). With `output`, each run's raw report and tables go to `output/point-NNN/` as it
-    ends. Every point is validated and its cost checked (see `run`) before any runs."""
+    ends. Every point is validated and its cost checked (see `run`) before any runs. Each run's
+    rows come from `summarize` (default: its stream table), here, as the run ends."""
     data = scenario_data(scenario)
     grid = grid if grid is not None else data.get("sweep") or {}
     data.pop("sweep", None)
@@ -140,7 +143,7 @@ def sweep(
     def finish(i: int, result: SimResult, worker: str) -> None:
         if output is not None:
             result.save(Path(output) / f"point-{i:03d}")
-        tables[i] = _point_table(result, points[i], worker)
+        tables[i] = _point_table(result, points[i], worker, summarize)
         report(len(tables), len(points), points[i])
 
     if workers == 1 and scheduler is None:
