@@ -246,11 +246,15 @@ impl QueueSeries {
     }
 }
 
-/// A count per interval (the bytes a port sent), as far as the series go.
+/// A count per interval (the bytes a port sent), as far as the series go. Times come in
+/// order, so the interval is found by division only when a boundary is crossed.
 #[derive(Clone, Debug)]
 pub struct IntervalCounts {
     interval: SimTime,
     bins: usize,
+    /// The interval of the last count, and its end.
+    index: usize,
+    boundary: SimTime,
     /// The count of each interval, up to the last one with a count.
     pub values: Vec<u64>,
 }
@@ -261,23 +265,28 @@ impl IntervalCounts {
         IntervalCounts {
             interval,
             bins: bins(interval, duration),
+            index: 0,
+            boundary: interval,
             values: Vec::new(),
         }
     }
 
-    /// Adds `n` to the interval holding `t` (nothing after the scenario's duration).
+    /// Adds `n` to the interval holding `t`, no earlier than the last one's (nothing after
+    /// the scenario's duration).
     #[inline]
     pub fn add(&mut self, t: SimTime, n: u64) {
-        let Ok(index) = usize::try_from(t.0 / self.interval.0) else {
-            return;
-        };
-        if index >= self.bins {
+        if t >= self.boundary {
+            let index = t.0 / self.interval.0;
+            self.index = usize::try_from(index).unwrap_or(usize::MAX);
+            self.boundary = SimTime((index + 1).saturating_mul(self.interval.0));
+        }
+        if self.index >= self.bins {
             return;
         }
-        if index >= self.values.len() {
-            self.values.resize(index + 1, 0);
+        if self.index >= self.values.len() {
+            self.values.resize(self.index + 1, 0);
         }
-        self.values[index] += n;
+        self.values[self.index] += n;
     }
 }
 
