@@ -121,6 +121,9 @@ def test_a_grid_with_the_hotspot_summary_gives_one_row_of_metrics_per_run(tmp_pa
     assert len(table) == 2 and {"drain_time_s", "jain", "victim_ratio", "control_bps", "worker"} <= set(table)
     assert table["control_bps"].iloc[0] == 0 < table["control_bps"].iloc[1]
     assert "drain_time_s" in capsys.readouterr().out
+    # The report draws the sweep's overhead per run (and its drain times, when a run drained).
+    assert main(["report", str(tmp_path / "out"), "-o", str(tmp_path / "report.html")]) == 0
+    assert 'id="fig-hotspot-control-out"' in (tmp_path / "report.html").read_text()
     grid.write_text(yaml.safe_dump({"scenario": str(HOTSPOT / "none.yaml"), "summary": "fairness",
                                     "grid": {"seed": [1]}}))
     assert main(["sim", "sweep", str(grid), "-o", str(tmp_path / "bad")]) == 2

@@ -15,13 +15,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import altair as alt
 
 from frerlab.bench.campaign import Verdict
 from frerlab.report.sources import Source
 from frerlab.traffic.record import L1_OVERHEAD
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: Latency percentiles drawn against frame size (P50 and the tails the TSN verdict looks at).
 FRAME_SIZE_PERCENTILES = ("50", "99", "99.9")
@@ -373,6 +376,11 @@ def sim_figures(sources: list[Source]) -> list[Figure]:
         if ports is not None and len(ports):
             busy = ports.groupby("port")["queue_max_bytes"].transform("max") > 0
             ports = ports[busy]  # idle ports (every reverse direction, say) would only add flat zero lines
+            points = [{"series": r.port, "x": r.time_s, "y": r.tx_bps / 1e6} for r in ports.itertuples()]
+            found.append(_figure(points, id=f"sim-links-{_slug(s.label)}", title=f"Simulator: link throughput ({s.label})",
+                                 caption="Frame bits (L2) each of those ports started sending per report interval "
+                                         "(simulator run).", x_title="simulated time (s)", y_title="throughput (Mbit/s)",
+                                 mark="line"))
             points = [{"series": f"{r.port} {what}", "x": r.time_s, "y": getattr(r, column) / 1024}
                       for r in ports.itertuples() for what, column in (("max", "queue_max_bytes"),
                                                                        ("mean", "queue_mean_bytes"))]
@@ -385,10 +393,14 @@ def sim_figures(sources: list[Source]) -> list[Figure]:
 
 def sweep_figures(sources: list[Source]) -> list[Figure]:
     """Per simulator sweep: loss and latency percentiles of each stream against the first field
-    the sweep varies (the others, if any, name the series)."""
+    the sweep varies (the others, if any, name the series); for a sweep of hotspot metrics
+    (`summary: hotspot`), the transient response and the control overhead."""
     found = []
     for s in (s for s in sources if s.kind == "sim-sweep"):
         table = s.tables["sweep"]
+        if "drain_time_s" in table:
+            found += _hotspot_sweep(s, table, list(table.columns[:list(table.columns).index("drain_time_s")]))
+            continue
         grid = list(table.columns[:list(table.columns).index("stream")])
         field, others = grid[0], grid[1:]
         parsed = [_sweep_value(v) for v in table[field]]
@@ -412,6 +424,37 @@ def sweep_figures(sources: list[Source]) -> list[Figure]:
                              y_title="latency (µs)", y_log=True, tooltip={"value": field},
                              caption=f"Each stream's latency percentiles at every point of the sweep over {field}."))
     return [f for f in found if f]
+
+
+def _hotspot_sweep(s: Source, table: pd.DataFrame, grid: list[str]) -> list[Figure]:
+    """Drain time and busiest-link control traffic of every run against the first grid field
+    that holds one kind of number; the other fields name the series."""
+    for field in grid:
+        parsed = [_sweep_value(v) for v in table[field]]
+        if None not in parsed and len({unit for _, unit in parsed}) == 1:
+            break
+    else:
+        return []
+    others = [g for g in grid if g != field]
+    x_title = f"{field} ({parsed[0][1]})" if parsed[0][1] else field
+    rows = [(xv, r) for (xv, _), r in zip(parsed, table.to_dict("records"))]
+
+    def name(r: dict) -> str:
+        return " ".join(f"{o}={r[o]}" for o in others) or "run"
+    drain = [{"series": name(r), "x": xv, "y": r["drain_time_s"] * 1000, "value": str(r[field])}
+             for xv, r in rows if r["drain_time_s"] == r["drain_time_s"]]  # NaN: never drained
+    control = [{"series": name(r), "x": xv, "y": r["control_bps"] / 1e6, "value": str(r[field])}
+               for xv, r in rows if r["control_bps"] > 0]
+    slug, title = _slug(s.label), f"Hotspot sweep over {field} ({s.label})"
+    return [f for f in (
+        _figure(drain, id=f"hotspot-drain-{slug}", title=f"{title}: transient response", x_title=x_title,
+                y_title="drain time (ms)", tooltip={"value": field},
+                caption="Time from the hotspot's onset until its queue, past its peak, first falls below the "
+                        "threshold (frerlab.sim.hotspot.metrics). A run without a point never drained."),
+        _figure(control, id=f"hotspot-control-{slug}", title=f"{title}: control overhead", x_title=x_title,
+                y_title="control traffic on the busiest link (Mbit/s)", y_log=True, tooltip={"value": field},
+                caption="Congestion-notification frames (notifications, probes and their reflections) on the link "
+                        "that carried the most of them, averaged over the run.")) if f]
 
 
 def _sweep_value(value: Any) -> tuple[float, str] | None:
