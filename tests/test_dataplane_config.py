@@ -205,7 +205,7 @@ def test_defaults_cannot_black_a_stream_out_and_zero_is_not_never():
                                "down": {"destination-mac": L_MAC, "vlan": 10},
                                "up": {"destination-mac": L_MAC, "tagged": "priority", "vlan": 5}}}]},
      "stream-identity 1 up: vlan 5 with tagged: priority"),
-    ({"unknown-thing": 1}, "unknown field 'unknown-thing' (valid: name, netns, ports, "),
+    ({"unknown-thing": 1}, "unknown field 'unknown-thing' (valid: name, netns, hook, ports, "),
 ])
 def test_bad_configurations_are_refused_naming_the_field(change, message):
     with pytest.raises(UsageError) as err:

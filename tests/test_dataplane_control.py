@@ -223,7 +223,7 @@ def test_down_clears_a_crashed_up_and_is_idempotent():
         # a crash half-way: the process dies right after attaching, before it finishes
         crash = ("import os, sys; from frerlab.dataplane import control, node; "
                  "from frerlab.dataplane.config import load_config; attach = node.Node.attach; "
-                 "node.Node.attach = lambda self, *a: (attach(self, *a), os._exit(9)); "
+                 "node.Node.attach = lambda self, *a, **k: (attach(self, *a, **k), os._exit(9)); "
                  "control.up(load_config(sys.argv[1]).model_copy(update={'name': sys.argv[2]}), sys.argv[3])")
         died = subprocess.run([sys.executable, "-c", crash, str(CONFIGS / "sw1-replicate.yaml"), cfg.name,
                                net.ns["sw"]], capture_output=True, text=True)
