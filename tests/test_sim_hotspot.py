@@ -96,15 +96,18 @@ def test_fecn_starts_flows_at_c_over_n0_and_shares_the_hotspot_fairly_without_lo
     assert overhead.loc["a:a->sw", "bytes_per_s"] == pytest.approx(160 * 64 / 0.04)
 
 
-def test_metrics_need_a_hotspot() -> None:
+def test_metrics_need_a_hotspot_within_the_run() -> None:
     data = one_slow_egress()
+    data["duration"] = "2ms"
+    with pytest.raises(UsageError, match="the hotspot's onset 2ms is not before the end of the duration 2ms"):
+        hotspot.metrics(sim.run(data))
     del data["links"][-1]["rate_changes"]
     with pytest.raises(UsageError, match="no link with rate_changes toward a node"):
         hotspot.metrics(sim.run(data))
 
 
 def test_pause_spreads_the_hotspot_to_flows_that_do_not_go_there_and_qcn_does_not() -> None:
-    runs = {stem: hotspot.metrics(sim.run(hotspot.scenario(**args, duration="60ms"))).summary.iloc[0]
+    runs = {stem: hotspot.metrics(sim.run(hotspot.scenario(**args, onset="10ms", duration="60ms"))).summary.iloc[0]
             for stem, args in hotspot.VARIANTS.items() if stem in ("none", "pause", "qcn")}
     assert runs["none"]["victim_ratio"] > 0.98
     assert runs["pause"]["victim_ratio"] < 0.8 and runs["pause"]["pause_bps"] > 0
@@ -115,7 +118,7 @@ def test_a_grid_with_the_hotspot_summary_gives_one_row_of_metrics_per_run(tmp_pa
                                                                           capsys: pytest.CaptureFixture) -> None:
     grid = tmp_path / "grid.yaml"
     grid.write_text(yaml.safe_dump({"scenario": str(HOTSPOT / "none.yaml"), "summary": "hotspot",
-                                    "grid": {"duration": ["30ms"], "congestion": [None, {"mechanism": "bcn"}]}}))
+                                    "grid": {"duration": ["70ms"], "congestion": [None, {"mechanism": "bcn"}]}}))
     assert main(["sim", "sweep", str(grid), "-o", str(tmp_path / "out"), "--jobs", "2"]) == 0
     table = pd.read_csv(tmp_path / "out" / "sweep.csv")
     assert len(table) == 2 and {"drain_time_s", "jain", "victim_ratio", "control_bps", "worker"} <= set(table)

@@ -10,7 +10,8 @@ why): ten end nodes on `edges` edge switches under one core switch (n1-n5 on e1,
 for the default two; one switch and no core for `edges=1`); the loop latency split evenly over
 the links of the longest round trip; each node's load as one stream per destination (load / 9
 each) at a constant rate (`pattern="poisson"` for random arrivals); the hotspot is the egress towards `hotspot` (n10), whose service rate falls
-to `service_rate` (1 Gbit/s) at `onset` (10 ms) and stays there; switch egress queues of
+to `service_rate` (1 Gbit/s) at `onset` (50 ms, when every mechanism has brought its flows to
+their offered rates: FECN's start at C/N0 and may grow slowly) and stays there; switch egress queues of
 `queue_limit` (150 KB); PAUSE on or off independently of the mechanism.
 
 `python -m frerlab.sim.hotspot DIR` writes the shipped variants (scenarios/hotspot/); a test
@@ -30,7 +31,7 @@ import yaml
 
 from frerlab.errors import UsageError
 from frerlab.sim.api import SimResult
-from frerlab.sim.units import rate_bps, time_ps
+from frerlab.sim.units import rate_bps, time_ps, time_text
 
 NODES = [f"n{i}" for i in range(1, 11)]
 LINK_RATE = "10Gbps"
@@ -44,7 +45,7 @@ def _load(node: str) -> float:
 
 
 def scenario(mechanism: str, *, interval: str = "1ms", pm: float | None = None, pause: bool = False,
-             duration: str = "200ms", onset: str = "10ms", service_rate: str = "1Gbps", hotspot: str = "n10",
+             duration: str = "250ms", onset: str = "50ms", service_rate: str = "1Gbps", hotspot: str = "n10",
              edges: int = 2, queue_limit: str = "150KB", pattern: str = "constant", seed: int = 1) -> dict[str, Any]:
     """The hotspot scenario with `mechanism` ("none", "qcn", "bcn" or "fecn") on every switch
     egress and every stream; `interval` is FECN's T, `pm` BCN's sampling probability, `pattern`
@@ -160,6 +161,9 @@ def metrics(result: SimResult, *, queue_threshold: int = 50_000, tolerance: floa
     interval_s = sc.interval / 1e12
     smooth = max(1, round(time_ps(window) / sc.interval))
     end_s = sc.duration / 1e12
+    if onset_s >= end_s:
+        raise UsageError(f"scenario {sc.name}: the hotspot's onset {time_text(change.at)} is not before the end of "
+                         f"the duration {time_text(sc.duration)}: nothing to measure")
     times = np.arange(0, end_s, interval_s).round(12)
     configured = {s.name: s.rate for s in sc.streams}
     to_hotspot = [s.name for s in sc.streams if s.listener == hotspot]
