@@ -354,7 +354,7 @@ def failover_timelines(sources: list[Source], label) -> list[Figure]:
 
 
 def sim_figures(sources: list[Source]) -> list[Figure]:
-    found = []
+    found = [hotspot_queues(sources)]
     for s in (s for s in sources if s.kind == "sim"):
         series = s.tables.get("series")
         if series is not None and len(series):
@@ -389,6 +389,27 @@ def sim_figures(sources: list[Source]) -> list[Figure]:
                                          "interval: the maximum and the time-weighted mean (simulator run).", x_title="simulated time (s)",
                                  y_title="queue (KiB)", mark="line"))
     return [f for f in found if f]
+
+
+def hotspot_queues(sources: list[Source]) -> Figure | None:
+    """The hotspot queue of every simulator run whose scenario has an output-generated hotspot
+    (a link's rate change towards a node), one series per run: mechanisms side by side."""
+    import json
+
+    points = []
+    for s in (s for s in sources if s.kind == "sim" and (s.path / "scenario.json").is_file()):
+        scenario = json.loads((s.path / "scenario.json").read_text())
+        toward = next((c["toward"] for link in scenario.get("links", []) for c in link.get("rate_changes", [])
+                       if c.get("toward")), None)
+        ports = s.tables.get("port_series")
+        if toward is None or ports is None:
+            continue
+        hot = ports[ports["port"].str.endswith(f"->{toward}")]
+        points += [{"series": s.label, "x": r.time_s, "y": r.queue_mean_bytes / 1024} for r in hot.itertuples()]
+    return _figure(points, id="sim-hotspot-queues", title="Simulator: hotspot queue of each run",
+                   caption="Time-weighted mean queue of the egress whose service rate drops (the output-generated "
+                           "hotspot), per report interval, one line per simulator run.",
+                   x_title="simulated time (s)", y_title="hotspot queue (KiB)", mark="line")
 
 
 def sweep_figures(sources: list[Source]) -> list[Figure]:
