@@ -174,6 +174,7 @@ def test_defaults_and_directions_reach_the_spec() -> None:
     ("fecn-egress", {"b": 1}, r"links\.2\.egress\.fecn\.b: .*greater than 1"),
     ("fecn-stream", {"interval": 0}, r"streams\.0\.fecn\.interval: .*greater than 0"),
     ("two-regulators", {}, r"qcn and fecn on one stream: choose one regulator"),
+    ("fecn-two-paths", {}, r"fecn on a stream of 2 paths is not modelled"),
     ("rate-change", [{"at": "1ms", "rate": "1Gbps", "toward": "h9"}], r"rate_changes toward 'h9' is not one of its ends \(sw, dst\)"),
     ("rate-change", [{"at": "2ms", "rate": "1Gbps"}, {"at": "1ms", "rate": "2Gbps"}], r"rate_changes toward sw must be in increasing time"),
 ])
@@ -189,6 +190,8 @@ def test_bad_congestion_parameters_name_the_field_and_range(where: str, value: d
         data["streams"][0][where.split("-")[0]] = value
     elif where == "two-regulators":
         data["streams"][0] |= {"qcn": {}, "fecn": {}}
+    elif where == "fecn-two-paths":
+        data["streams"][0] |= {"fecn": {}, "paths": [["up0", "down"], ["up0", "down"]]}
     elif where == "rate-change":
         data["links"][2]["rate_changes"] = value
     else:

@@ -410,6 +410,9 @@ class Stream(_Model):
         chosen = [name for name in ("qcn", "bcn", "fecn") if getattr(self, name) is not None]
         if len(chosen) > 1:
             raise ValueError(f"{' and '.join(chosen)} on one stream: choose one regulator")
+        if self.fecn is not None and self.paths is not None and len(self.paths) > 1:
+            raise ValueError(f"fecn on a stream of {len(self.paths)} paths is not modelled (one path: its probes "
+                             "come back in the order they were sent)")
         for name in ("qcn", "bcn"):
             regulator = getattr(self, name)
             if regulator is not None and regulator.min_rate > self.rate:
