@@ -1,8 +1,8 @@
 """Congestion control from the scenario file to the tables: IEEE 802.3x PAUSE keeps a 2:1
 incast into a small buffer lossless (and without it frames are lost), QCN (IEEE 802.1Qau)
 brings identical sources near the fair share with the hotspot queue at Qeq, FECN gives them
-the fair share with one probe per flow per interval, BCN fills the bottleneck with
-proportional shares, a rate change slows an egress, the vocabulary's defaults reach the spec,
+the fair share with one probe per flow per interval, BCN fills the bottleneck and drifts to
+the fair share, a rate change slows an egress, the vocabulary's defaults reach the spec,
 and bad values are refused naming the field and the valid range.
 The detailed checks (N = 2 and 4, sample counts by formula) are in crates/sim/tests/congestion.rs."""
 
@@ -98,15 +98,18 @@ def test_fecn_gives_identical_sources_the_fair_share_with_one_probe_per_flow_per
 
 
 @pytest.mark.parametrize("n", [2, 4])
-def test_bcn_fills_the_bottleneck_with_shares_near_but_not_at_the_fair_share(n: int) -> None:
-    """AIMD with positive feedback only to throttled sources: the rates add up to the
-    bottleneck and each is near C/N, but BCN's fairness is proportional, not max-min."""
-    result = sim.run(controlled("bcn", n, "500ms"))
-    late = result.rate_series[result.rate_series["time_s"] >= 0.25]
+def test_bcn_fills_the_bottleneck_and_its_shares_drift_to_the_fair_share(n: int) -> None:
+    """AIMD on sampled feedback: the rates add up to the bottleneck at once, but the shares
+    the first cuts left unequal (4.4/5.6 Gbit/s at 0.25-0.5 s for N = 2) reach C/N only
+    slowly: within 20 % over the second second."""
+    data = controlled("bcn", n, "2s")
+    data["interval"] = "10ms"
+    result = sim.run(data)
+    late = result.rate_series[result.rate_series["time_s"] >= 1]
     rates = late.groupby("stream")["rate_mean_bps"].mean()
     assert abs(rates.sum() / 10e9 - 1) < 0.02, rates
-    assert ((rates / (10e9 / n) - 1).abs() < 0.35).all(), rates
-    queue = result.port_series.query("port == 'down:sw->dst' and time_s >= 0.25")["queue_mean_bytes"]
+    assert ((rates / (10e9 / n) - 1).abs() < 0.20).all(), rates
+    queue = result.port_series.query("port == 'down:sw->dst' and time_s >= 1")["queue_mean_bytes"]
     assert 13_000 < queue.mean() < 52_000, "near its Qeq (26 KB)"
     cp = result.bcn_ports.set_index("port").loc["down:sw->dst"]
     frames = cp["arrived_bytes"] / 1500
