@@ -1,5 +1,8 @@
 """`frerlab sim`: run a scenario file (or its sweep grid), or a grid file over a scenario on a
-local process pool or a Dask cluster, and print or save the results."""
+local process pool or a Dask cluster, and print or save the results.
+
+The simulator's Python side (pandas, the API, sweeps) is imported by the commands, not when
+the parser is built: every `frerlab` command builds it, and would pay their start-up time."""
 
 from __future__ import annotations
 
@@ -8,16 +11,12 @@ import io
 import sys
 from pathlib import Path
 
-import pandas as pd
 import yaml
 
 from frerlab.errors import UsageError
-from frerlab.names import output_dir
 from frerlab.files import write_atomic
-from frerlab.sim.api import check, prepare, run, scenario_data, set_field
+from frerlab.names import output_dir, shown
 from frerlab.sim.cost import MAX_EVENTS, MAX_SERIES_ROWS, MAX_TRACE_ROWS
-from frerlab.sim.sweep import check_points, grid_points, rate_arg, summary_table, sweep, zero_loss_rate
-from frerlab.names import shown
 from frerlab.yamlfile import read_mapping
 
 EPILOG = """examples:
@@ -119,6 +118,9 @@ def parse_overrides(items: list[str]) -> dict[str, object]:
 def cmd_check(args: argparse.Namespace) -> int:
     """Validates the scenario and every point of its sweep, and estimates what running costs:
     whatever passes here, `sim run` (with the same --allow-long) starts."""
+    from frerlab.sim.api import check, prepare, scenario_data
+    from frerlab.sim.sweeps import check_points, grid_points
+
     data = scenario_data(args.scenario)
     source = str(args.scenario)
     grid = data.get("sweep")
@@ -138,6 +140,11 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Runs one scenario or its sweep, prints a summary and saves results when -o is given."""
+    import pandas as pd
+
+    from frerlab.sim.api import prepare, run, scenario_data, set_field
+    from frerlab.sim.sweeps import sweep
+
     if args.output:
         output_dir(args.output, "-o/--output")
     if args.jobs is not None and not 1 <= args.jobs <= 1024:
@@ -171,9 +178,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     """Runs a grid file's every point with a progress bar and writes the one table."""
+    import pandas as pd
     from rich.console import Console
 
     from frerlab.sim.hotspot import summary_row as hotspot_summary
+    from frerlab.sim.sweeps import summary_table, sweep
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
         TimeRemainingColumn
 
@@ -212,6 +221,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 def cmd_zero_loss(args: argparse.Namespace) -> int:
     """Prints the highest lossless rate of one stream, in Mbit/s of its rate_layer."""
+    from frerlab.sim.api import prepare, scenario_data
+    from frerlab.sim.sweeps import rate_arg, zero_loss_rate
+
     overrides = {**parse_overrides(args.set), "sweep": {}}
     low, high, resolution = (rate_arg(f"--{name}", getattr(args, name)) for name in ("low", "high", "resolution"))
     rate = zero_loss_rate(args.scenario, args.stream, low, high, resolution, overrides, args.allow_long)
