@@ -135,9 +135,8 @@ def test_xdp_mode_counts_a_known_impairment_exactly_and_leaves_nothing_attached(
     assert any("user space" in w for w in records[0].warnings)
 
 
-@needs_netns
-def test_xdp_receiver_ends_on_ctrl_c_with_its_program_detached(pair, tmp_path):
-    out = tmp_path / "recv.json"
+def start_xdp_receiver(pair: NetPair, out: Path) -> subprocess.Popen:
+    """`gen recv --mode xdp` in namespace b, once its XDP program is attached."""
     recv = subprocess.Popen(pair.cmd("b", [*CLI, "gen", "recv", "--mode", "xdp", "--interface", pair.b_if,
                                            "--output", str(out)]), stdout=subprocess.PIPE, text=True)
     for _ in range(100):
@@ -145,10 +144,20 @@ def test_xdp_receiver_ends_on_ctrl_c_with_its_program_detached(pair, tmp_path):
             break
         subprocess.run(["sleep", "0.1"])
     assert xdp_attached(pair, "b")
+    return recv
+
+
+@needs_netns
+def test_xdp_receiver_ends_on_ctrl_c_or_kill_with_its_program_detached(pair, tmp_path):
+    recv = start_xdp_receiver(pair, tmp_path / "recv.json")
     recv.send_signal(subprocess.signal.SIGINT)
     assert recv.wait(timeout=10) == 0
-    assert json.loads(out.read_text())["interrupted"] is True
+    assert json.loads((tmp_path / "recv.json").read_text())["interrupted"] is True
     assert not xdp_attached(pair, "b")
+    recv = start_xdp_receiver(pair, tmp_path / "killed.json")
+    recv.kill()
+    recv.wait(timeout=10)
+    assert not xdp_attached(pair, "b"), "the kernel detaches a BPF link's program when its holder dies"
 
 
 @needs_netns

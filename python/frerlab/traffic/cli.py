@@ -108,7 +108,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     send.add_argument("--duration", type=float, help="seconds to send")
     send.add_argument("--count", type=int, help="data frames (sequence numbers) to send")
     send.add_argument("--stream-id", type=int, default=0, help="stream id in the probes (0..65535)")
-    send.add_argument("--batch", type=int, default=32, help="frames per sendmmsg call (1..64)")
+    send.add_argument("--batch", type=int, default=32, help="frames per sendmmsg call or AF_XDP kick (1..64)")
     send.add_argument("--gso", action="store_true",
                       help="UDP mode: one UDP GSO send per batch (fastest; on a veth a batch crosses as one "
                            "packet, so per-frame processing on the way, e.g. the FRER data plane, sees batches)")
