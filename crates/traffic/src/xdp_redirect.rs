@@ -6,7 +6,8 @@
 //! loader or C library is needed; the port is an immediate of the program. It is attached
 //! through a BPF link (native XDP where the driver has it, generic XDP otherwise), which the
 //! kernel detaches when the link's descriptor closes: when [`Redirect`] is dropped or the
-//! process dies, whatever way, nothing stays attached.
+//! process dies, whatever way, nothing stays attached. `bpftool prog` shows it as
+//! `frerlab_xsk`, its map as `frerlab_xsks`.
 
 use serde::Serialize;
 use std::io;
@@ -115,6 +116,12 @@ impl Attr {
         self
     }
 
+    /// An object name (at most 15 bytes, NUL-padded), as `bpftool` shows it.
+    fn name(mut self, offset: usize, name: &str) -> Attr {
+        self.0[offset..offset + name.len().min(15)].copy_from_slice(&name.as_bytes()[..name.len().min(15)]);
+        self
+    }
+
     fn call(&self, command: libc::c_long) -> io::Result<libc::c_long> {
         // SAFETY: bpf(2) reads (and for some commands writes) at most the size given; every
         // pointer stored in the attribute outlives the call.
@@ -146,7 +153,7 @@ impl Redirect {
     /// # Errors
     /// When the kernel refuses the map or the program (the verifier's log is in the message).
     pub fn load(port: u16) -> io::Result<Redirect> {
-        let map = Attr::new().u32(0, BPF_MAP_TYPE_XSKMAP).u32(4, 4).u32(8, 4).u32(12, MAX_QUEUES).fd(BPF_MAP_CREATE).map_err(|e| {
+        let map = Attr::new().u32(0, BPF_MAP_TYPE_XSKMAP).u32(4, 4).u32(8, 4).u32(12, MAX_QUEUES).name(28, "frerlab_xsks").fd(BPF_MAP_CREATE).map_err(|e| {
             io::Error::new(e.kind(), format!("cannot create an XSKMAP (needs CAP_BPF or root, and AF_XDP in the kernel): {e}"))
         })?;
         let insns = program(port, map.as_raw_fd());
@@ -160,6 +167,7 @@ impl Redirect {
             .u32(24, 1)
             .u32(28, log.len() as u32)
             .u64(32, log.as_mut_ptr() as u64)
+            .name(48, "frerlab_xsk")
             .u32(68, BPF_XDP)
             .fd(BPF_PROG_LOAD)
             .map_err(|e| {
