@@ -225,3 +225,23 @@ impl Redirect {
         self.attach
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_check_jumps_to_pass_and_the_constants_are_in_network_order() {
+        let prog = program(5555, 7);
+        for (at, insn) in prog.iter().enumerate() {
+            if matches!(insn.code, JGT_REG | JNE_IMM) {
+                assert_eq!(at as i16 + 1 + insn.off, 20, "instruction {at} jumps to PASS");
+            }
+        }
+        assert_eq!((prog[20].code, prog[20].imm, prog[21].code), (MOV64_IMM, XDP_PASS, EXIT));
+        // 0x0800 on the wire is the bytes 08 00, read by a little-endian 16-bit load as 0x0008
+        assert_eq!(prog[7].imm, 0x0008);
+        assert_eq!(prog[13].imm, i32::from(u16::from_le_bytes(5555u16.to_be_bytes())));
+        assert_eq!((prog[15].code, prog[15].regs, prog[15].imm), (LD_IMM64, 1 | (PSEUDO_MAP_FD << 4), 7));
+    }
+}
