@@ -16,7 +16,17 @@ counted by frerlab's receiver itself (unique sequence numbers over first-to-last
 because the kernel counts a coalesced message once. On a veth a GSO batch crosses as one
 packet (see docs/traffic.md). Prints medians and ratios.
 
-Run (root): `.venv/bin/python benches/traffic_pps.py [--window 3] [--rounds 5] [--json FILE]`
+A second part (`--part modes`) compares frerlab's own send/receive modes end to end with full
+accounting, at 64 and 1518 bytes: `--mode udp` (sendmmsg -> recvmmsg, no GRO), `--mode raw`
+(AF_PACKET sendmmsg -> AF_PACKET) and `--mode xdp` (AF_XDP TX ring -> XDP program -> AF_XDP RX
+ring), each unpaced for the window. Figures per mode: frames/s the sender handed over, the same
+per core (divided by the sender process's CPU utilisation: user + system time over wall time,
+which includes the kernel work its sends cause on a veth), and frames/s the receiver accounted
+(unique sequence numbers over first-to-last arrival), with the loss it counted. Ratios:
+xdp / udp and xdp / raw.
+
+Run (root): `.venv/bin/python benches/traffic_pps.py [--part kernel|modes|all] [--window 3] [--rounds 5]
+[--json FILE]`
 """
 
 from __future__ import annotations
@@ -126,25 +136,102 @@ def measure_end_to_end(pair: NetPair, window: float) -> tuple[float, float]:
     return stream["unique"] / span, stream["lost"] / span
 
 
+MODES = ("udp", "raw", "xdp")
+MODE_FRAMES = (64, 1518)
+
+
+def measure_mode(pair: NetPair, mode: str, frame: int, window: float) -> dict[str, float]:
+    """frerlab gen send -> gen recv in `mode`, unpaced for `window` seconds with `frame`-byte
+    frames: sent/s, sent/s per core of the sender, accounted/s and lost/s at the receiver."""
+    where = {"a": [], "b": []}
+    if mode != "udp":
+        where = {"a": ["--interface", pair.a_if, "--dst-mac", pair.mac("b")], "b": ["--interface", pair.b_if]}
+    with tempfile.TemporaryDirectory(prefix="frl-bench-") as tmp:
+        recv_path, send_path = Path(tmp) / "recv.json", Path(tmp) / "send.json"
+        with Background(pair.cmd("b", [*CLI, "gen", "recv", "--mode", mode, "--port", str(PORT), "--no-gro",
+                                       "--duration", f"{window + 30:g}", "--idle", "2", "--output", str(recv_path),
+                                       *where["b"]])) as rx:
+            if mode == "udp":
+                wait_for_udp_port(pair.cmd("b", []), PORT)
+            else:
+                time.sleep(1.5)
+            subprocess.run(pair.cmd("a", [*CLI, "gen", "send", "--mode", mode, "--dst", pair.b_ip, "--port", str(PORT),
+                                          "--frame-size", str(frame), "--max-rate", "--duration", f"{window:g}",
+                                          "--output", str(send_path), *where["a"]]),
+                           check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            rx.process.wait(timeout=window + 40)
+        send = json.loads(send_path.read_text())
+        (stream,) = json.loads(recv_path.read_text())["streams"]
+    span = (stream["last_arrival_ns"] - stream["first_arrival_ns"]) / 1e9
+    return {"sent_per_s": send["achieved_fps"], "sent_per_s_per_core": send["achieved_fps"] / send["cpu"]["utilization"],
+            "sender_cpu": send["cpu"]["utilization"], "accounted_per_s": stream["unique"] / span,
+            "lost_per_s": stream["lost"] / span, "lost_fraction": stream["lost"] / stream["expected"]}
+
+
+def run_modes(window: float, rounds: int) -> dict:
+    """The modes part: every (frame size, mode) once per round, rounds interleaved; medians
+    and xdp's ratios to the socket modes."""
+    trials: dict[str, list[dict[str, float]]] = {}
+    names = [(frame, mode) for frame in MODE_FRAMES for mode in MODES]
+    with NetPair() as pair:
+        for round_index in range(rounds):
+            shift = round_index % len(names)
+            for frame, mode in names[shift:] + names[:shift]:
+                trial = measure_mode(pair, mode, frame, window)
+                trials.setdefault(f"{mode} {frame}B", []).append(trial)
+                print(f"round {round_index + 1} {mode:4s} {frame:5d} B {trial['sent_per_s']:12,.0f} sent/s "
+                      f"{trial['sent_per_s_per_core']:12,.0f} sent/s/core {trial['accounted_per_s']:12,.0f} accounted/s "
+                      f"{trial['lost_fraction']:8.3%} lost", file=sys.stderr)
+    medians = {name: {key: statistics.median(t[key] for t in runs) for key in runs[0]} for name, runs in trials.items()}
+    ratios = {
+        f"xdp / {other} {frame}B {key}": medians[f"xdp {frame}B"][key] / medians[f"{other} {frame}B"][key]
+        for frame in MODE_FRAMES for other in ("udp", "raw")
+        for key in ("sent_per_s", "sent_per_s_per_core", "accounted_per_s")
+    }
+    print(f"frerlab gen send -> recv per mode across a veth pair, median of {rounds} interleaved {window:g} s trials:")
+    for name, m in medians.items():
+        print(f"  {name:10s} sent {m['sent_per_s']:12,.0f}/s  per core {m['sent_per_s_per_core']:12,.0f}/s  "
+              f"accounted {m['accounted_per_s']:12,.0f}/s  lost {m['lost_fraction']:7.3%}")
+    for label, ratio in ratios.items():
+        print(f"  {label:40s} {ratio:5.2f}x")
+    return {"trials": trials, "medians": medians, "ratios": ratios}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--part", choices=["kernel", "modes", "all"], default="all",
+                        help="kernel-counted contenders at 64 B, frerlab's modes with full accounting, or both")
     parser.add_argument("--window", type=float, default=3.0, help="seconds measured per trial")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds")
     parser.add_argument("--json", type=Path, help="write every trial and the medians here")
     args = parser.parse_args()
+    result: dict = {"benchmark": "traffic_pps", "window_s": args.window, "rounds": args.rounds,
+                    "kernel": platform.release(), "cpus": os.cpu_count()}
+    if args.part != "modes":
+        result["kernel_counted"] = run_kernel_counted(args.window, args.rounds)
+    if args.part != "kernel":
+        result["modes"] = run_modes(args.window, args.rounds)
+    if args.json:
+        write_atomic(args.json, json.dumps(result, indent=2))
+    return 0
+
+
+def run_kernel_counted(window: float, rounds: int) -> dict:
+    """The kernel-counted part: 64-byte frames, every contender once per round; medians and
+    ratios."""
     bare = build_bare_loop()
     received: dict[str, list[float]] = {}
     dropped: dict[str, list[float]] = {}
     with NetPair() as pair:
-        commands = senders(pair, bare, args.window + 30)
+        commands = senders(pair, bare, window + 30)
         names = [*commands, END_TO_END]
-        for round_index in range(args.rounds):
+        for round_index in range(rounds):
             shift = round_index % len(names)
             for name in names[shift:] + names[:shift]:
                 if name == END_TO_END:
-                    rate, lost = measure_end_to_end(pair, args.window)
+                    rate, lost = measure_end_to_end(pair, window)
                 else:
-                    rate, lost = measure_kernel_counted(pair, name, commands[name], args.window)
+                    rate, lost = measure_kernel_counted(pair, name, commands[name], window)
                 received.setdefault(name, []).append(rate)
                 dropped.setdefault(name, []).append(lost)
                 print(f"round {round_index + 1} {name:16s} {rate:12,.0f} received/s {lost:12,.0f} dropped/s",
@@ -155,20 +242,14 @@ def main() -> int:
         for ours in ("frerlab gen", "frerlab raw", "frerlab --gso", END_TO_END)
         for theirs in ("iperf3", "mausezahn", "bare sendmmsg")
     }
-    result = {
-        "benchmark": "traffic_pps", "frame_size": 64, "window_s": args.window, "rounds": args.rounds,
-        "kernel": platform.release(), "cpus": os.cpu_count(), "received_per_s": received,
-        "dropped_per_s": dropped, "median_received_per_s": medians, "ratios": ratios,
-    }
-    if args.json:
-        write_atomic(args.json, json.dumps(result, indent=2))
-    print(f"64-byte frames across a veth pair, datagrams received per second, median of {args.rounds} "
-          f"interleaved {args.window:g} s trials:")
+    print(f"64-byte frames across a veth pair, datagrams received per second, median of {rounds} "
+          f"interleaved {window:g} s trials:")
     for name, value in medians.items():
         print(f"  {name:16s} {value:12,.0f} /s   (dropped {statistics.median(dropped[name]):,.0f} /s)")
     for label, ratio in ratios.items():
         print(f"  {label:34s} {ratio:5.2f}x")
-    return 0
+    return {"frame_size": 64, "received_per_s": received, "dropped_per_s": dropped,
+            "median_received_per_s": medians, "ratios": ratios}
 
 
 if __name__ == "__main__":

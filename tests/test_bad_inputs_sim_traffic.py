@@ -150,7 +150,7 @@ CLI_ROWS = [
     ("send-raw-no-interface", ["gen", "send", "--dst", "127.0.0.1", "--rate-fps", "1k", "--count", "2", "--mode", "raw"],
      ["--mode raw needs --interface NAME"]),
     ("send-udp-interface", ["gen", "send", "--dst", "127.0.0.1", "--rate-fps", "1k", "--count", "2", "--interface", "lo"],
-     ["--interface 'lo' is for --mode raw only"]),
+     ["--interface 'lo' is for --mode raw or xdp only"]),
     ("recv-bind-not-here", ["gen", "recv", "--bind", "192.0.2.77", "--duration", "1"],
      ["--bind 192.0.2.77 is not an address of this host"]),
     ("recv-bind-not-an-address", ["gen", "recv", "--bind", "nope", "--duration", "1"],

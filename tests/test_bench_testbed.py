@@ -5,6 +5,7 @@ listener that stops reading), and an interrupted campaign completed by --resume.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -18,7 +19,7 @@ import pytest
 
 from conftest import NEEDS_BPF, ROOT
 from frerlab.bench.run import campaign_testbed
-from frerlab.bench import target
+from frerlab.bench import campaign, target
 from frerlab.bench.trial import generator_trial
 from frerlab.testbed import bed
 
@@ -122,6 +123,17 @@ def test_a_generator_that_cannot_send_the_offered_rate_makes_the_trial_invalid(s
     assert t.sent < t.offered / 2
     assert [f.name for f in t.flags if f.invalidates] == ["generator_shortfall"] and not t.valid
     assert json.loads((tmp_path / "trial.json").read_text())["valid"] is False
+
+
+def test_a_campaign_system_chooses_the_generator_mode_and_an_xdp_trial_counts_every_frame(slow_bed, tmp_path):
+    assert campaign.System(generator="xdp").generator == "xdp"
+    with pytest.raises(ValueError, match="generator\n.*'udp', 'raw' or 'xdp'"):
+        campaign.System(generator="dpdk")
+    xdp = dataclasses.replace(slow_bed, generator="xdp")
+    t = generator_trial(xdp, 512, xdp.fps(512, 50), 1.0, tmp_path)
+    sent, received = (json.loads((tmp_path / f"{name}.json").read_text()) for name in ("send", "recv"))
+    assert sent["mode"] == received["mode"] == "xdp" and received["xsk_bind"] == "copy"
+    assert t.valid and t.sent == t.offered and t.received == t.sent, t.flags
 
 
 def test_a_talker_offering_beyond_its_link_is_flagged_as_lost_before_the_dut(slow_bed, tmp_path):

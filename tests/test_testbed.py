@@ -296,6 +296,28 @@ def test_frer_stream_crosses_a_delayed_path_b_while_path_a_is_down(frer_bed, tmp
     assert 4.8e6 <= median_ns(stream) <= 6e6
 
 
+def test_xdp_mode_counts_exactly_through_frer_with_a_lossy_path(frer_bed, tmp_path):
+    """AF_XDP at both hosts, the FRER data plane between them, 5 % loss on path a (recovered
+    from path b) and the sender's known impairment: the receiver counts exactly that."""
+    frer_bed.impair("a", "forward", loss=0.05)
+    try:
+        reports = stream_across(
+            frer_bed.prefix("talker"), frer_bed.prefix("listener"), plan.LISTENER_IP,
+            ["--mode", "xdp", "--interface", plan.HOST_PORT, "--dst-mac", plan.LISTENER_MAC, "--rate-fps", "10k",
+             "--count", "2000", "--frame-size", "128", "--impair-drop", "5,6,1999", "--impair-duplicate", "10,11",
+             "--impair-swap", "20,500"],
+            tmp_path, recv_args=["--mode", "xdp", "--interface", plan.HOST_PORT])
+    finally:
+        frer_bed.impair("a", clear=True)
+    assert reports.sender["mode"] == "xdp" and reports.receiver["xsk_bind"] == "copy"
+    stream = reports.stream()
+    assert (stream["expected"], stream["unique"], stream["lost"]) == (2000, 1997, 3), "5, 6 and 1999, sent never"
+    assert (stream["duplicates"], stream["reordered"]) == (2, 2), "FRER numbers the sender's duplicates apart"
+    assert frer_bed.status()["dataplanes"]["sw2"]["streams"][0]["recovery"][0]["lost_packets"] == 0
+    shown = frer_bed.run("listener", "ip", "-d", "link", "show", "dev", plan.HOST_PORT).stdout
+    assert "prog/xdp" not in shown, "the receiver's XDP program is detached when it ends"
+
+
 @pytest.mark.parametrize("replicate_at, eliminate_at", [("talker", "sw2"), ("sw1", "listener"), ("talker", "listener")])
 def test_every_placement_is_fail_operational_in_both_directions(replicate_at, eliminate_at, tmp_path):
     tb_name = name(f"p{replicate_at[0]}{eliminate_at[0]}")

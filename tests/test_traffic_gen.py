@@ -50,7 +50,7 @@ def send_and_receive(pair: NetPair, tmp: Path, send_args: list[str], recv_args: 
         stdout=subprocess.DEVNULL,
     )
     try:
-        if "raw" in recv_args:
+        if "raw" in recv_args or "xdp" in recv_args:
             subprocess.run(["sleep", "1"])
         else:
             wait_for_udp_port(pair.cmd("b", []), 5555)
@@ -106,6 +106,58 @@ def test_raw_af_packet_mode_counts_a_known_impairment_exactly(pair, tmp_path):
     assert send["mode"] == "raw"
     check_impairment_counted(recv)
     assert recv["streams"][0]["frame_size_max"] == 128
+
+
+def xdp_attached(pair: NetPair, side: str) -> bool:
+    """Whether the veth end in namespace `side` has an XDP program attached."""
+    dev = pair.a_if if side == "a" else pair.b_if
+    shown = subprocess.run(pair.cmd(side, ["ip", "-d", "link", "show", dev]), capture_output=True, text=True, check=True)
+    return "prog/xdp" in shown.stdout
+
+
+@needs_netns
+def test_xdp_mode_counts_a_known_impairment_exactly_and_leaves_nothing_attached(pair, tmp_path):
+    send, recv, _ = send_and_receive(
+        pair, tmp_path,
+        ["--mode", "xdp", "--interface", pair.a_if, "--dst", pair.b_ip, "--dst-mac", pair.mac("b"),
+         "--frame-size", "128", "--rate-fps", "20k", "--count", "2000", *IMPAIR],
+        ["--mode", "xdp", "--interface", pair.b_if, "--interval", "0.02"],
+    )
+    assert send["mode"] == "xdp" and send["xsk_bind"] == "copy", "a veth has no zero-copy AF_XDP"
+    assert recv["xsk_bind"] == "copy" and recv["xdp_attach"] in ("native", "generic")
+    check_impairment_counted(recv)
+    (stream,) = recv["streams"]
+    assert stream["frame_size_min"] == stream["frame_size_max"] == 128
+    assert recv["untimestamped"] == stream["arrivals"] + stream["end_probes"], "AF_XDP: timed in user space"
+    assert not xdp_attached(pair, "b"), "the receiver's XDP program is detached when it ends"
+    records = gen.receiver_records(recv, 0.02)
+    assert any("copy mode" in w for w in records[0].warnings)
+    assert any("user space" in w for w in records[0].warnings)
+
+
+def start_xdp_receiver(pair: NetPair, out: Path) -> subprocess.Popen:
+    """`gen recv --mode xdp` in namespace b, once its XDP program is attached."""
+    recv = subprocess.Popen(pair.cmd("b", [*CLI, "gen", "recv", "--mode", "xdp", "--interface", pair.b_if,
+                                           "--output", str(out)]), stdout=subprocess.PIPE, text=True)
+    for _ in range(100):
+        if xdp_attached(pair, "b"):
+            break
+        subprocess.run(["sleep", "0.1"])
+    assert xdp_attached(pair, "b")
+    return recv
+
+
+@needs_netns
+def test_xdp_receiver_ends_on_ctrl_c_or_kill_with_its_program_detached(pair, tmp_path):
+    recv = start_xdp_receiver(pair, tmp_path / "recv.json")
+    recv.send_signal(subprocess.signal.SIGINT)
+    assert recv.wait(timeout=10) == 0
+    assert json.loads((tmp_path / "recv.json").read_text())["interrupted"] is True
+    assert not xdp_attached(pair, "b")
+    recv = start_xdp_receiver(pair, tmp_path / "killed.json")
+    recv.kill()
+    recv.wait(timeout=10)
+    assert not xdp_attached(pair, "b"), "the kernel detaches a BPF link's program when its holder dies"
 
 
 @needs_netns
@@ -196,6 +248,11 @@ def test_bad_input_names_the_value_and_the_valid_range(capsys):
     assert "destination '198.18.0.256' is not valid (an IPv4 address" in capsys.readouterr().err
     assert main(["gen", "recv", "--interval", "0"]) == 2
     assert "--interval 0 is out of range (more than 0 s, at most 86400 s)" in capsys.readouterr().err
+    assert main(["gen", "recv", "--mode", "xdp"]) == 2
+    assert "--mode xdp needs --interface NAME" in capsys.readouterr().err
+    assert main(["gen", "send", "--dst", "198.18.0.2", "--max-rate", "--count", "1", "--mode", "xdp",
+                 "--interface", "lo", "--frame-size", "jumbo"]) == 2
+    assert "frame size 9018 is too large for xdp mode (64..=3844 bytes" in capsys.readouterr().err
 
 
 def test_receiver_records_carry_one_way_latency_in_microseconds():

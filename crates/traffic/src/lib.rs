@@ -7,6 +7,7 @@
 //!   stream, with no I/O (reused by the simulator's sinks);
 //! - [`pacing`]: due times for constant, bursty and Poisson traffic;
 //! - [`packet`], [`sys`]: frame headers for raw mode, and the Linux socket calls;
+//! - [`xsk`], [`xdp_redirect`]: AF_XDP sockets and the receiver's XDP program (xdp mode);
 //! - [`sender`], [`receiver`]: the generator and the receiver.
 
 pub mod accounting;
@@ -18,3 +19,5 @@ pub mod payload;
 pub mod receiver;
 pub mod sender;
 pub mod sys;
+pub mod xdp_redirect;
+pub mod xsk;

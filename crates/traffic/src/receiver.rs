@@ -1,6 +1,8 @@
 //! The receiver: takes probe frames from a UDP socket (`recvmmsg`) or an AF_PACKET socket,
 //! timestamps each in the kernel (`SO_TIMESTAMPNS`, CLOCK_REALTIME) and feeds the
-//! per-stream [`StreamAccounting`].
+//! per-stream [`StreamAccounting`]; or, in xdp mode, takes them off an AF_XDP socket's RX ring
+//! (an XDP program redirects the probe port's frames there), timed in user space as the ring
+//! is read, since AF_XDP carries no kernel timestamp.
 //!
 //! Work is done in [`Receiver::step`] slices so a caller can check for Ctrl-C between them.
 //! The run ends after `duration_s`, `linger_s` after every stream seen has sent its
@@ -11,6 +13,8 @@ use crate::frame::{MAX_FRAME, UDP_OVERHEAD, FCS_LEN};
 use crate::packet;
 use crate::payload::{Kind, Probe};
 use crate::sys;
+use crate::xdp_redirect::{AttachMode, Redirect};
+use crate::xsk::{BindMode, XskSocket};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io;
@@ -44,7 +48,7 @@ pub struct ReceiverConfig {
     /// Local address to bind (UDP mode; default any).
     #[serde(default)]
     pub bind: Option<Ipv4Addr>,
-    /// Interface to listen on (raw mode).
+    /// Interface to listen on (raw and xdp modes).
     #[serde(default)]
     pub interface: Option<String>,
     /// Stop after this many seconds (default: only on end of stream).
@@ -105,6 +109,17 @@ pub struct ReceiverReport {
     pub elapsed_s: f64,
     /// Per-stream results, by stream id.
     pub streams: Vec<StreamResult>,
+    /// xdp mode: how the kernel moved frames into the socket's memory.
+    pub xsk_bind: Option<BindMode>,
+    /// xdp mode: how the redirecting XDP program was attached.
+    pub xdp_attach: Option<AttachMode>,
+}
+
+/// Where frames come from.
+enum Input {
+    Socket(OwnedFd),
+    /// The AF_XDP socket, and the XDP program that feeds it (detached when dropped).
+    Xsk(Box<XskSocket>, Redirect),
 }
 
 struct Stream {
@@ -116,7 +131,7 @@ struct Stream {
 /// A running receiver.
 pub struct Receiver {
     config: ReceiverConfig,
-    socket: OwnedFd,
+    input: Input,
     batch: sys::RecvBatch,
     streams: BTreeMap<u16, Stream>,
     ignored: u64,
@@ -174,18 +189,31 @@ impl Receiver {
                 sys::enable_vnet_header(&fd)?;
                 fd
             }
+            Mode::Xdp => {
+                let name = config.interface.as_deref().ok_or_else(|| invalid("xdp mode needs an interface".into()))?;
+                let index = sys::interface_index(name)? as u32;
+                let mut redirect = Redirect::load(config.port)?;
+                let xsk = XskSocket::open(index, 0, true)?;
+                redirect.insert(0, xsk.fd())?;
+                redirect.attach(index, name)?;
+                return Ok(Receiver::with_input(config, Input::Xsk(Box::new(xsk), redirect), 0));
+            }
         };
         let gro = config.gro && config.mode == Mode::Udp && sys::enable_udp_gro(&socket).is_ok();
         let capacity = match config.mode {
             Mode::Udp if gro => COALESCED_MAX,
             Mode::Udp => MAX_FRAME as usize,
-            Mode::Raw => COALESCED_MAX + RAW_HEADERS_MAX,
+            _ => COALESCED_MAX + RAW_HEADERS_MAX,
         };
         sys::set_buffers(&socket, 32 << 20);
         sys::prepare_receive(&socket, Duration::from_millis(20))?;
-        Ok(Receiver {
+        Ok(Receiver::with_input(config, Input::Socket(socket), capacity))
+    }
+
+    fn with_input(config: ReceiverConfig, input: Input, capacity: usize) -> Receiver {
+        Receiver {
             config,
-            socket,
+            input,
             batch: sys::RecvBatch::new(capacity),
             streams: BTreeMap::new(),
             ignored: 0,
@@ -196,7 +224,7 @@ impl Receiver {
             all_ended_at_ns: None,
             last_probe_at_ns: None,
             finished_at_ns: None,
-        })
+        }
     }
 
     fn done(&self, now: u64) -> bool {
@@ -224,10 +252,29 @@ impl Receiver {
             if now >= step_end {
                 return Ok(false);
             }
-            let n = self.batch.receive(&self.socket)?;
-            for i in 0..n {
-                self.take(i);
-            }
+            let n = match &mut self.input {
+                Input::Socket(fd) => {
+                    let n = self.batch.receive(fd)?;
+                    for i in 0..n {
+                        self.take(i);
+                    }
+                    n
+                }
+                Input::Xsk(xsk, _) => {
+                    let port = self.config.port;
+                    let mut probes = Vec::with_capacity(64);
+                    let n = xsk.receive(20, |frame| probes.push(frame_probe(frame, port)))?;
+                    let recv_ns = sys::realtime_ns();
+                    self.untimestamped += n as u64;
+                    for probe in probes {
+                        match probe {
+                            Some((probe, frame_size)) => self.account(probe, frame_size, recv_ns),
+                            None => self.ignored += 1,
+                        }
+                    }
+                    n
+                }
+            };
             if n > 0 && self.config.idle_s.is_some() {
                 self.last_probe_at_ns = Some(sys::monotonic_ns());
             }
@@ -246,7 +293,7 @@ impl Receiver {
         let mut probes = [None; sys::MAX_GSO_SEGMENTS];
         let found = match self.config.mode {
             Mode::Udp => split_probes(bytes, meta.segment, &mut probes),
-            Mode::Raw => raw_probes(bytes, self.config.port, &mut probes),
+            Mode::Raw | Mode::Xdp => raw_probes(bytes, self.config.port, &mut probes),
         };
         for probe in probes.iter().take(found) {
             match *probe {
@@ -289,10 +336,18 @@ impl Receiver {
     /// The measurements so far (final once [`Receiver::step`] returned true).
     pub fn report(&self) -> ReceiverReport {
         let end = self.finished_at_ns.unwrap_or_else(sys::monotonic_ns);
+        let (socket_drops, xsk_bind, xdp_attach) = match &self.input {
+            Input::Socket(fd) => (sys::socket_drops(fd).ok().max(self.socket_drops), None, None),
+            Input::Xsk(xsk, redirect) => {
+                (xsk.drops().ok().map(|d| d.min(u64::from(u32::MAX)) as u32), Some(xsk.bind_mode()), redirect.attach_mode())
+            }
+        };
         ReceiverReport {
             mode: self.config.mode,
             ignored: self.ignored,
-            socket_drops: sys::socket_drops(&self.socket).ok().max(self.socket_drops),
+            socket_drops,
+            xsk_bind,
+            xdp_attach,
             untimestamped: self.untimestamped,
             start_realtime_ns: self.start_realtime_ns,
             elapsed_s: (end - self.start_ns) as f64 / 1e9,
@@ -336,11 +391,16 @@ fn raw_probes(bytes: &[u8], port: u16, out: &mut [Option<(Probe, u32)>; sys::MAX
             1
         }
         Some((Some(segment), _, payload)) => split_probes(payload, Some(segment), out),
-        Some((None, frame, payload)) => {
-            out[0] = Probe::parse(payload).map(|p| (p, frame.len() as u32 + FCS_LEN));
+        Some((None, frame, _)) => {
+            out[0] = frame_probe(frame, port);
             1
         }
     }
+}
+
+/// The probe of one Ethernet frame (IPv4/UDP to `port`) and the frame's size with FCS.
+fn frame_probe(frame: &[u8], port: u16) -> Option<(Probe, u32)> {
+    Probe::parse(packet::udp_payload(frame, port)?).map(|p| (p, frame.len() as u32 + FCS_LEN))
 }
 
 #[cfg(test)]

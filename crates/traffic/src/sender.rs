@@ -1,5 +1,6 @@
-//! The generator: paced probe frames over UDP (`sendmmsg`, or one UDP GSO send per batch) or
-//! raw Ethernet (AF_PACKET, `sendmmsg`), with a report of the rate really achieved so a slow
+//! The generator: paced probe frames over UDP (`sendmmsg`, or one UDP GSO send per batch), raw
+//! Ethernet (AF_PACKET, `sendmmsg`) or an AF_XDP socket's TX ring (the same frames as raw
+//! mode, past the kernel's socket layers), with a report of the rate really achieved so a slow
 //! generator is never mistaken for a lossy network.
 //!
 //! Work is done in [`Sender::step`] slices so a caller can check for Ctrl-C or show progress
@@ -7,11 +8,12 @@
 //! numbers on purpose, after the sequence numbers are assigned: an impairment whose effect on
 //! the receiver's counts is known in advance.
 
-use crate::frame::{FrameSize, Rate};
+use crate::frame::{FrameSize, Rate, FCS_LEN};
 use crate::pacing::{Pattern, Schedule};
 use crate::packet::{self, Addresses};
 use crate::payload::{Kind, Probe, PROBE_LEN};
 use crate::sys;
+use crate::xsk::{self, BindMode, XskSocket};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::io;
@@ -26,6 +28,25 @@ pub enum Mode {
     Udp,
     /// An AF_PACKET socket on one interface; the sender writes the whole frame.
     Raw,
+    /// An AF_XDP socket on queue 0 of one interface; the sender writes the whole frame (as
+    /// raw mode), the receiver takes frames an XDP program redirects to it.
+    Xdp,
+}
+
+/// Where the frames go: a socket for `sendmmsg`, or an AF_XDP socket.
+enum Output {
+    Socket(OwnedFd),
+    Xsk(XskSocket),
+}
+
+impl Output {
+    /// Sends up to `count` frames of `len` bytes from `frames`; returns how many were taken.
+    fn send(&mut self, frames: &mut [u8], len: usize, count: usize) -> io::Result<usize> {
+        match self {
+            Output::Socket(fd) => sys::send_batch(fd, frames, len, count),
+            Output::Xsk(xsk) => xsk.send(frames, len, count),
+        }
+    }
 }
 
 /// Sequence numbers the sender mistreats on purpose (test mode).
@@ -70,10 +91,10 @@ pub struct SenderConfig {
     /// Source UDP port (0: any free port; raw mode uses the destination port if 0).
     #[serde(default)]
     pub source_port: u16,
-    /// Interface to send on (raw mode).
+    /// Interface to send on (raw and xdp modes).
     #[serde(default)]
     pub interface: Option<String>,
-    /// Destination MAC (raw mode; broadcast if absent).
+    /// Destination MAC (raw and xdp modes; broadcast if absent).
     #[serde(default)]
     pub dst_mac: Option<String>,
     /// Ethernet frame size, FCS included.
@@ -156,12 +177,14 @@ pub struct SenderReport {
     pub impaired: bool,
     /// Batches went to the kernel as UDP GSO sends.
     pub gso: bool,
+    /// xdp mode: how the kernel moved frames from the socket's memory to the interface.
+    pub xsk_bind: Option<BindMode>,
 }
 
 /// A running generator.
 pub struct Sender {
     config: SenderConfig,
-    socket: OwnedFd,
+    output: Output,
     frame_len: usize,
     payload_at: usize,
     buffers: Vec<u8>,
@@ -230,13 +253,23 @@ impl Sender {
         let requested_fps = config.rate.frames_per_sec(config.frame_size).map_err(invalid)?;
         let schedule = Schedule::new(config.pattern, requested_fps).map_err(invalid)?;
         let size = config.frame_size;
-        let (socket, frame_len, payload_at, header) = match config.mode {
+        let (output, frame_len, payload_at, header) = match config.mode {
             Mode::Udp => {
                 let fd = sys::udp_socket((Ipv4Addr::UNSPECIFIED, config.source_port), Some((config.destination, config.port)))?;
-                (fd, size.udp_payload() as usize, 0, None)
+                sys::set_buffers(&fd, 4 << 20);
+                (Output::Socket(fd), size.udp_payload() as usize, 0, None)
             }
-            Mode::Raw => {
-                let name = config.interface.as_deref().ok_or_else(|| invalid("raw mode needs an interface".into()))?;
+            Mode::Raw | Mode::Xdp => {
+                let mode = if config.mode == Mode::Raw { "raw" } else { "xdp" };
+                let name = config.interface.as_deref().ok_or_else(|| invalid(format!("{mode} mode needs an interface")))?;
+                let frame_len = size.bytes_without_fcs() as usize;
+                if config.mode == Mode::Xdp && frame_len > xsk::MAX_FRAME_BYTES {
+                    return Err(invalid(format!(
+                        "frame size {} is too large for xdp mode (64..={} bytes: one 4 KiB UMEM chunk less the kernel's headroom)",
+                        size.bytes(),
+                        xsk::MAX_FRAME_BYTES + FCS_LEN as usize
+                    )));
+                }
                 let index = sys::interface_index(name)?;
                 let (src_mac, src_ip) = sys::interface_addresses(name)?;
                 let dst_mac = match config.dst_mac.as_deref() {
@@ -245,16 +278,20 @@ impl Sender {
                 };
                 let src_port = if config.source_port == 0 { config.port } else { config.source_port };
                 let addresses = Addresses { dst_mac, src_mac, src_ip, dst_ip: config.destination, src_port, dst_port: config.port };
-                let fd = sys::packet_socket(index, 0)?;
-                (fd, size.bytes_without_fcs() as usize, packet::HEADERS_LEN, Some(addresses))
+                let output = if config.mode == Mode::Raw {
+                    let fd = sys::packet_socket(index, 0)?;
+                    sys::set_buffers(&fd, 4 << 20);
+                    Output::Socket(fd)
+                } else {
+                    Output::Xsk(XskSocket::open(index as u32, 0, false)?)
+                };
+                (output, frame_len, packet::HEADERS_LEN, Some(addresses))
             }
         };
-        sys::set_buffers(&socket, 4 << 20);
         let gso_segments = sys::MAX_GSO_SEGMENTS.min(sys::MAX_GSO_BYTES / frame_len);
-        let gso_segments = if config.gso && config.mode == Mode::Udp && gso_segments > 1 && sys::enable_udp_gso(&socket, frame_len).is_ok() {
-            gso_segments
-        } else {
-            0
+        let gso_segments = match &output {
+            Output::Socket(fd) if config.gso && config.mode == Mode::Udp && gso_segments > 1 && sys::enable_udp_gso(fd, frame_len).is_ok() => gso_segments,
+            _ => 0,
         };
         let mut buffers = vec![0u8; frame_len * sys::MAX_BATCH];
         for frame in buffers.chunks_mut(frame_len) {
@@ -266,7 +303,7 @@ impl Sender {
         Ok(Sender {
             deadline_ns: config.duration_s.map(|d| (d * 1e9) as u64),
             config,
-            socket,
+            output,
             frame_len,
             payload_at,
             buffers,
@@ -386,11 +423,12 @@ impl Sender {
         let len = self.frame_len;
         let mut done = 0;
         while done < count {
-            let result = if self.gso_segments > 0 {
-                let take = self.gso_segments.min(count - done);
-                sys::send_bytes(&self.socket, &self.buffers[done * len..(done + take) * len]).map(|_| take)
-            } else {
-                sys::send_batch(&self.socket, &mut self.buffers[done * len..], len, count - done)
+            let result = match &self.output {
+                Output::Socket(fd) if self.gso_segments > 0 => {
+                    let take = self.gso_segments.min(count - done);
+                    sys::send_bytes(fd, &self.buffers[done * len..(done + take) * len]).map(|_| take)
+                }
+                _ => self.output.send(&mut self.buffers[done * len..], len, count - done),
             };
             match result {
                 Ok(n) => done += n,
@@ -423,7 +461,7 @@ impl Sender {
         let mut frames = end.repeat(count);
         let mut done = 0;
         while done < count {
-            match sys::send_batch(&self.socket, &mut frames[done * self.frame_len..], self.frame_len, count - done) {
+            match self.output.send(&mut frames[done * self.frame_len..], self.frame_len, count - done) {
                 Ok(n) => {
                     done += n;
                     self.end_probes_sent += n as u64;
@@ -481,6 +519,10 @@ impl Sender {
             start_realtime_ns: self.start_realtime_ns,
             impaired: !self.config.impair.is_empty(),
             gso: self.gso_segments > 0,
+            xsk_bind: match &self.output {
+                Output::Xsk(xsk) => Some(xsk.bind_mode()),
+                Output::Socket(_) => None,
+            },
         }
     }
 
@@ -547,6 +589,7 @@ mod tests {
         assert!(error(r#"{"end_probes":101}"#).contains("end_probes 101 is out of range (0..=100)"));
         assert!(error(r#"{"frame_size":"huge"}"#).contains("frame size \"huge\" is not valid"));
         assert!(error(r#"{"mode":"raw"}"#).contains("raw mode needs an interface"));
+        assert!(error(r#"{"mode":"xdp"}"#).contains("xdp mode needs an interface"));
         assert!(error(r#"{"rate":{"l1_bits_per_sec":-5.0}}"#).contains("rate -5 L1 bit/s is not valid"));
         assert!(error(r#"{"pattern":{"kind":"bursts","frames":0}}"#).contains("burst of 0 frames"));
     }

@@ -66,6 +66,9 @@ class System(_Model):
     replicate_at: Literal["sw1", "talker"] = "sw1"
     eliminate_at: Literal["sw2", "listener"] = "sw2"
     history_length: int = 32
+    generator: Literal["udp", "raw", "xdp"] = Field(
+        "udp", description="how frerlab's generator and receiver move frames in every step's trials: UDP "
+                           "sockets, AF_PACKET, or AF_XDP (frerlab gen --mode; docs/traffic.md)")
 
     @model_validator(mode="after")
     def _valid_testbed(self) -> System:

@@ -116,7 +116,7 @@ def _target(campaign: Campaign, mode: str, name: str, results: ResultsDir) -> It
                           hosts_file=system.hosts.resolve(), talker_interface=hosts.talker.interface)
         return
     with bed.Testbed(**system.testbed_args(mode, name)) as tb:
-        yield TestbedTarget(mode, system.rate_bps, testbed=tb.name)
+        yield TestbedTarget(mode, system.rate_bps, generator=system.generator, testbed=tb.name)
 
 
 def _run_unit(run, ctx: Context, step, unit: Unit) -> dict:

@@ -34,6 +34,13 @@ class Target:
     frerlab: tuple[str, ...] = tuple(CLI)
     #: Whether talker and listener clocks allow one-way latency, and why (frerlab.remote.preflight).
     one_way_clock: tuple[bool, str] = (True, "one clock: talker and listener share the host")
+    #: The generator's and receiver's `--mode` in measured trials: udp, raw or xdp.
+    generator: str = "udp"
+
+    def generator_args(self) -> tuple[list[str], list[str]]:
+        """The `gen send` and `gen recv` options of the measured stream's mode: none for udp, the
+        only mode of a target that does not know its hosts' interfaces."""
+        return [], []
 
     def line_rate_fps(self, frame_size: int) -> float:
         """Frames/s of the line rate at `frame_size`, preamble and gap included."""
@@ -66,6 +73,13 @@ class TestbedTarget(Target):
 
     def prefix(self, role: str) -> list[str]:
         return bed.prefix(self.testbed, role)
+
+    def generator_args(self) -> tuple[list[str], list[str]]:
+        """raw and xdp: the hosts' testbed port, and the listener's MAC as the destination."""
+        if self.generator == "udp":
+            return [], []
+        mode = ["--mode", self.generator, "--interface", plan.HOST_PORT]
+        return [*mode, "--dst-mac", plan.LISTENER_MAC], mode
 
     def drops(self) -> dict[str, int]:
         """Every shaped egress of the testbed."""

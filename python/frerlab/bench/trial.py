@@ -99,9 +99,10 @@ def generator_trial(target: Target, frame_size: int, rate_fps: float, duration_s
     pace = ["--max-rate", "--count", str(burst)] if burst else ["--rate-fps", f"{rate_fps:.6g}", "--duration",
                                                                   f"{duration_s:g}"]
     bins = ["--interval-frames", str(bin_frames)] if bin_frames else []
+    send_mode, recv_mode = target.generator_args()
     reports = stream_across(target.prefix("talker"), target.prefix("listener"), target.listener_ip,
-                            [*pace, "--frame-size", str(frame_size)], out_dir, timeout_s=duration_s + 30,
-                            recv_args=["--idle", str(IDLE_S), *bins], frerlab=target.frerlab)
+                            [*pace, "--frame-size", str(frame_size), *send_mode], out_dir, timeout_s=duration_s + 30,
+                            recv_args=["--idle", str(IDLE_S), *bins, *recv_mode], frerlab=target.frerlab)
     after, busy1 = target.drops(), cpu_busy()
     sender, receiver = reports.sender, reports.receiver
     streams = receiver["streams"]

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from frerlab.errors import EXIT_SHORTFALL, ToolFailed
 from frerlab.files import write_atomic
-from frerlab.traffic.tools.base import wait_for_udp_port
+from frerlab.traffic.tools.base import wait_for_receiver
 
 CLI = [sys.executable, "-m", "frerlab.cli"]
 
@@ -47,14 +47,16 @@ def stream_across(talker: Sequence[str], listener: Sequence[str], dst: str, send
     or frerlab.remote.exec for a host over SSH) and `frerlab` the command that runs frerlab
     there. The tools print their raw reports on stdout, which are written into `out_dir`
     (send.json, recv.json) before anything reads them, so the hosts need no shared files.
-    Raises ToolFailed with the tool's message if either end fails."""
+    `recv_args` may choose the receiver's `--mode` (and `--interface`): the stream starts once
+    that receiver is ready. Raises ToolFailed with the tool's message if either end fails."""
     out_dir.mkdir(parents=True, exist_ok=True)
     recv = subprocess.Popen([*listener, *frerlab, "gen", "recv", "--port", str(port), "--duration", str(timeout_s),
                              "--linger", "0.5", "--report-json", *recv_args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     send = None
     try:
-        wait_for_udp_port(list(listener), port)
+        options = dict(zip(recv_args, recv_args[1:]))
+        wait_for_receiver(list(listener), port, options.get("--mode", "udp"), options.get("--interface"))
         send = subprocess.Popen([*talker, *frerlab, "gen", "send", "--dst", dst, "--port", str(port),
                                  "--report-json", *send_args],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -19,6 +19,9 @@ from frerlab.traffic.record import TrafficRecord, dump_records
 from frerlab.names import shown
 from frerlab.traffic.units import MAX_COUNT, MAX_SECONDS, frame_bytes, frames_per_second, parse_si, seconds
 
+# Generator/receiver modes: UDP socket, AF_PACKET, AF_XDP.
+MODES = ["udp", "raw", "xdp"]
+
 # Each rate option and the key of the generator's configuration it sets.
 RATE_KEYS = (("rate_l1", "l1_bits_per_sec"), ("rate_l2", "l2_bits_per_sec"), ("rate_fps", "frames_per_sec"))
 
@@ -40,6 +43,7 @@ examples:
   frerlab gen send --dst 198.18.0.2 --frame-size 64 --rate-fps 100k --duration 10
   frerlab gen send --dst 198.18.0.2 --frame-size 1518 --rate-l1 100M --pattern poisson --count 100000 --json
   frerlab gen send --mode raw --interface veth0 --dst 198.18.0.2 --dst-mac 02:00:00:00:00:02 --max-rate --duration 5
+  frerlab gen send --mode xdp --interface veth0 --dst 198.18.0.2 --dst-mac 02:00:00:00:00:02 --max-rate --duration 5
 """
 
 RECV_EPILOG = """The receiver counts, per stream id: loss, duplicates, reordering (RFC 4737) and one-way
@@ -51,6 +55,7 @@ seconds after every stream's end-of-stream probe, --idle seconds without traffic
 examples:
   frerlab gen recv --port 5555 --json
   frerlab gen recv --mode raw --interface veth1 --port 5555 --interval 0.1 --output raw.json
+  frerlab gen recv --mode xdp --interface veth1 --port 5555 --json
 """
 
 IMPORT_EPILOG = """Recognised formats: iperf3 --json output (TCP or UDP, client or server side), sockperf
@@ -87,9 +92,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     send.add_argument("--dst", required=True, help="destination IPv4 address")
     send.add_argument("--port", type=int, default=5555, help="destination UDP port (default 5555)")
     send.add_argument("--source-port", type=int, default=0, help="source UDP port (default any)")
-    send.add_argument("--mode", choices=["udp", "raw"], default="udp", help="UDP socket or AF_PACKET (default udp)")
-    send.add_argument("--interface", help="interface to send on (raw mode)")
-    send.add_argument("--dst-mac", help="destination MAC (raw mode; default broadcast)")
+    send.add_argument("--mode", choices=MODES, default="udp",
+                      help="UDP socket, AF_PACKET or AF_XDP (TX ring on queue 0) (default udp)")
+    send.add_argument("--interface", help="interface to send on (raw and xdp modes)")
+    send.add_argument("--dst-mac", help="destination MAC (raw and xdp modes; default broadcast)")
     send.add_argument("--frame-size", default="64", help="frame bytes FCS included, or min/max/jumbo (default 64)")
     rate = send.add_mutually_exclusive_group(required=True)
     rate.add_argument("--rate-l1", metavar="BIT/S", help="layer-1 rate in bit/s (k/M/G suffixes)")
@@ -102,7 +108,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     send.add_argument("--duration", type=float, help="seconds to send")
     send.add_argument("--count", type=int, help="data frames (sequence numbers) to send")
     send.add_argument("--stream-id", type=int, default=0, help="stream id in the probes (0..65535)")
-    send.add_argument("--batch", type=int, default=32, help="frames per sendmmsg call (1..64)")
+    send.add_argument("--batch", type=int, default=32, help="frames per sendmmsg call or AF_XDP kick (1..64)")
     send.add_argument("--gso", action="store_true",
                       help="UDP mode: one UDP GSO send per batch (fastest; on a veth a batch crosses as one "
                            "packet, so per-frame processing on the way, e.g. the FRER data plane, sees batches)")
@@ -121,8 +127,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     recv.add_argument("--port", type=int, default=5555, help="UDP port (default 5555)")
     recv.add_argument("--bind", help="local IPv4 address (UDP mode; default any)")
-    recv.add_argument("--mode", choices=["udp", "raw"], default="udp")
-    recv.add_argument("--interface", help="interface to listen on (raw mode)")
+    recv.add_argument("--mode", choices=MODES, default="udp",
+                      help="UDP socket, AF_PACKET, or AF_XDP (an XDP program on --interface redirects the "
+                           "port's frames on queue 0 to it; detached when the receiver ends) (default udp)")
+    recv.add_argument("--interface", help="interface to listen on (raw and xdp modes)")
     recv.add_argument("--duration", type=float, help="seconds to listen (default: until end of stream)")
     recv.add_argument("--interval", type=float, default=1.0, help="seconds per interval of the series (default 1)")
     recv.add_argument("--interval-frames", type=int, metavar="N",
@@ -177,13 +185,13 @@ def _check_range(option: str, value: int, low: int, high: int, unit: str = "") -
 
 
 def _check_interface(name: str | None, mode: str) -> None:
-    """Raw mode needs an interface that exists here; the message lists the ones that do."""
-    if mode != "raw":
+    """Raw and xdp modes need an interface that exists here; the message lists the ones that do."""
+    if mode == "udp":
         if name is not None:
-            raise UsageError(f"--interface {name!r} is for --mode raw only (UDP mode routes by address)")
+            raise UsageError(f"--interface {name!r} is for --mode raw or xdp only (UDP mode routes by address)")
         return
     if name is None:
-        raise UsageError("--mode raw needs --interface NAME")
+        raise UsageError(f"--mode {mode} needs --interface NAME")
     names = sorted(n for _, n in socket.if_nameindex())
     if name not in names:
         raise UsageError(f"--interface {shown(name)} does not exist in this network namespace "
@@ -275,7 +283,7 @@ def _recv(args: argparse.Namespace) -> int:
     if args.mode == "udp":
         _check_bind(args.bind)
     elif args.bind is not None:
-        raise UsageError(f"--bind {shown(args.bind)} is for UDP mode only (raw mode listens on --interface)")
+        raise UsageError(f"--bind {shown(args.bind)} is for UDP mode only ({args.mode} mode listens on --interface)")
     seconds("--duration", args.duration)
     seconds("--idle", args.idle)
     seconds("--interval", args.interval, high=24 * 3600)

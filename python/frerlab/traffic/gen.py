@@ -75,9 +75,23 @@ def latency_from_ns(summary: dict | None, kind: str = "one_way") -> Latency | No
     )
 
 
+def xdp_warnings(report: dict) -> list[str]:
+    """What an xdp-mode report should say about how AF_XDP ran where it was not at its best."""
+    warnings = []
+    if report.get("xsk_bind") == "copy":
+        warnings.append("AF_XDP ran in copy mode (the interface's driver has no zero-copy AF_XDP): "
+                        "the kernel copied every frame")
+    if report.get("xdp_attach") == "generic":
+        warnings.append("the receiver's XDP program ran in generic mode (the driver has no native XDP)")
+    if report["mode"] == "xdp" and "streams" in report:
+        warnings.append("latency timed in user space when the AF_XDP RX ring was read "
+                        "(AF_XDP gives no kernel receive timestamp)")
+    return warnings
+
+
 def sender_record(report: dict, source: str | None = None) -> TrafficRecord:
     """The sender's view: what it sent and how fast, with a warning on shortfall."""
-    warnings = []
+    warnings = xdp_warnings(report)
     if report["shortfall"]:
         warnings.append(f"generator shortfall: {report['shortfall_reason']}")
     if report["port_unreachable"]:
@@ -106,7 +120,7 @@ def receiver_records(report: dict, interval_s: float, source: str | None = None)
     """One record per stream the receiver saw."""
     records = []
     for s in report["streams"]:
-        warnings = []
+        warnings = xdp_warnings(report)
         if not s["end_seen"]:
             warnings.append("no end-of-stream probe arrived: losses at the tail are not counted")
         if report.get("socket_drops"):

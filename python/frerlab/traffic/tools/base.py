@@ -67,6 +67,24 @@ def wait_for_udp_port(prefix: Sequence[str], port: int, timeout_s: float = 10.0)
     raise ToolFailed(f"nothing listened on UDP port {port} within {timeout_s:.0f} s")
 
 
+def wait_for_receiver(prefix: Sequence[str], port: int, mode: str = "udp", interface: str | None = None,
+                      timeout_s: float = 10.0) -> None:
+    """Waits until a `frerlab gen recv` of `mode` listens where `prefix` runs commands: a UDP
+    socket on `port` (udp), an AF_PACKET socket (raw), or an XDP program on `interface` (xdp,
+    attached as the last step of the receiver's set-up); raises ToolFailed after `timeout_s`."""
+    if mode == "udp":
+        wait_for_udp_port(prefix, port, timeout_s)
+        return
+    check = [*prefix, "ip", "-d", "link", "show", "dev", str(interface)] if mode == "xdp" else [*prefix, "ss", "-Hn0"]
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        done = subprocess.run(check, capture_output=True, text=True)
+        if ("prog/xdp" in done.stdout) if mode == "xdp" else done.stdout.strip():
+            return
+        time.sleep(0.05)
+    raise ToolFailed(f"no {mode} receiver was ready on {interface or 'any interface'} within {timeout_s:.0f} s")
+
+
 class Background:
     """A server process that is stopped (terminate, then kill) when the `with` block ends."""
 
