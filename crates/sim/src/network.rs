@@ -7,9 +7,8 @@
 //! an arena and events carry indices, so the hot loop allocates nothing per frame.
 //!
 //! Congestion control runs here on the state machines of `pause`, `qcn`, `bcn` and `fecn`.
-//! PAUSE: a queued
-//! packet remembers the link direction it arrived over when that direction runs PAUSE, so the
-//! receiver's count per ingress rises when it is queued and falls when it starts on its egress
+//! PAUSE: a queued packet remembers the link direction it arrived over when that direction
+//! runs PAUSE, so the receiver's count per ingress rises when it is queued and falls when it starts on its egress
 //! wire (or is dropped as unsendable); a PAUSE frame takes the reverse wire's time and acts at
 //! the sender after the propagation delay (`Event::Pause`). QCN: a port's congestion point
 //! looks at every arriving frame of a stream with a reaction point, before the admission
@@ -21,7 +20,7 @@
 //! cycles (`Event::QcnTimer`). BCN: the same way back, signed feedback (`Event::Bcn`). FECN: a
 //! probe is a 64-byte packet of its stream (`Packet::probe`, outside the stream's metrics and
 //! FRER functions) that queues behind data, takes the smallest advertised rate of the ports
-//! it leaves, and comes back from the listener after the fixed delay of the way back
+//! it arrives at, and comes back from the listener after the fixed delay of the way back
 //! (`Event::Reflected`; the returned rates wait in the stream's `returned`, in order, since
 //! every probe of a stream takes the same time back); each port's advertised rate is renewed
 //! every interval while the sources run (`Event::FecnTick`).
