@@ -285,13 +285,9 @@ static __always_inline int frer_frame(struct __sk_buff *skb, __u32 ifindex, __u8
 		ps->to_stack++;
 		return TC_ACT_OK;
 	}
-	sid = frer_identify(port, direction);
-	if (f->rtag_bad) {
-		ps->seq_enc_errored++;
-		if (sid >= 0 && (sp = sp_stats_of(sid, port)))
-			sp->seq_enc_errored++;
+	sid = frer_identify_tagged(port, direction, f, ps);
+	if (sid == FRER_BAD_RTAG)
 		return TC_ACT_SHOT;
-	}
 	if (sid < 0)
 		return direction == FRER_DIR_INGRESS ? plain_forward(skb, s, f, port, ps)
 						     : (ps->to_stack++, TC_ACT_OK);

@@ -750,6 +750,24 @@ static __always_inline struct frer_stream_port_stats *sp_stats_of(__u32 stream, 
 	return bpf_map_lookup_elem(&stream_port_stats, &key);
 }
 
+/* frer_identify's answer for a parsed frame `f` on `port`, except that a frame whose R-TAG is
+ * malformed gives FRER_BAD_RTAG, counted as SequenceEncodeErrored on the port and, when it
+ * was identified, on the stream's port: both hooks then drop it. */
+#define FRER_BAD_RTAG (-2)
+static __always_inline int frer_identify_tagged(__u32 port, __u32 direction, const struct frame *f,
+						 struct frer_port_stats *ps)
+{
+	struct frer_stream_port_stats *sp;
+	int sid = frer_identify(port, direction);
+
+	if (!f->rtag_bad)
+		return sid;
+	ps->seq_enc_errored++;
+	if (sid >= 0 && (sp = sp_stats_of(sid, port)))
+		sp->seq_enc_errored++;
+	return FRER_BAD_RTAG;
+}
+
 static __always_inline __u64 now_ns(const struct frer_settings *s)
 {
 	if (s->flags & FRER_SETTING_FIXED_CLOCK)

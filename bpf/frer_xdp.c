@@ -200,13 +200,9 @@ int frer_xdp(struct xdp_md *ctx)
 		ps->malformed++;
 		return XDP_DROP;
 	}
-	sid = frer_identify(port, FRER_DIR_INGRESS);
-	if (f->rtag_bad) {
-		ps->seq_enc_errored++;
-		if (sid >= 0 && (sp = sp_stats_of(sid, port)))
-			sp->seq_enc_errored++;
+	sid = frer_identify_tagged(port, FRER_DIR_INGRESS, f, ps);
+	if (sid == FRER_BAD_RTAG)
 		return XDP_DROP;
-	}
 	if (sid < 0)
 		return plain_forward(s, f, port, ps);
 	stream = sid;
