@@ -393,18 +393,21 @@ def sim_figures(sources: list[Source]) -> list[Figure]:
 
 def hotspot_queues(sources: list[Source]) -> Figure | None:
     """The hotspot queue of every simulator run whose scenario has an output-generated hotspot
-    (a link's rate change towards a node), one series per run: mechanisms side by side."""
-    import json
+    (`frerlab.sim.hotspot.hotspot_of`), one series per run: mechanisms side by side."""
+    from frerlab.errors import UsageError
+    from frerlab.sim.hotspot import hotspot_of
+    from frerlab.sim.scenario import load_scenario
 
     points = []
     for s in (s for s in sources if s.kind == "sim" and (s.path / "scenario.json").is_file()):
-        scenario = json.loads((s.path / "scenario.json").read_text())
-        toward = next((c["toward"] for link in scenario.get("links", []) for c in link.get("rate_changes", [])
-                       if c.get("toward")), None)
-        ports = s.tables.get("port_series")
-        if toward is None or ports is None:
+        try:
+            found = hotspot_of(load_scenario(s.path / "scenario.json"))
+        except UsageError:  # a run stored by a frerlab whose scenario vocabulary differed
             continue
-        hot = ports[ports["port"].str.endswith(f"->{toward}")]
+        ports = s.tables.get("port_series")
+        if found is None or ports is None:
+            continue
+        hot = ports[ports["port"] == found[0]]
         points += [{"series": s.label, "x": r.time_s, "y": r.queue_mean_bytes / 1024} for r in hot.itertuples()]
     return _figure(points, id="sim-hotspot-queues", title="Simulator: hotspot queue of each run",
                    caption="Time-weighted mean queue of the egress whose service rate drops (the output-generated "

@@ -31,6 +31,7 @@ import yaml
 
 from frerlab.errors import UsageError
 from frerlab.sim.api import SimResult
+from frerlab.sim.scenario import RateChange, Scenario, port_name
 from frerlab.sim.units import rate_bps, time_ps, time_text
 
 NODES = [f"n{i}" for i in range(1, 11)]
@@ -135,6 +136,17 @@ class HotspotMetrics:
     overhead: pd.DataFrame
 
 
+def hotspot_of(sc: Scenario) -> tuple[str, RateChange] | None:
+    """The output-generated hotspot of a scenario: the egress port of the first link with a rate
+    change towards a node, and that change; None when there is none."""
+    for link in sc.links:
+        for change in link.rate_changes:
+            if change.toward is not None:
+                source = link.a if change.toward == link.b else link.b
+                return port_name(link.name, source, change.toward), change
+    return None
+
+
 def metrics(result: SimResult, *, queue_threshold: int = 50_000, tolerance: float = 0.10,
             window: str = "5ms") -> HotspotMetrics:
     """The comparison metrics of a run of a scenario with one output-generated hotspot: the
@@ -154,9 +166,10 @@ def metrics(result: SimResult, *, queue_threshold: int = 50_000, tolerance: floa
     what they delivered over what they sent after the onset.
     """
     sc = result.scenario
-    change = next((c for link in sc.links for c in link.rate_changes), None)
-    if change is None or change.toward is None:
+    found = hotspot_of(sc)
+    if found is None:
         raise UsageError(f"scenario {sc.name}: no link with rate_changes toward a node: no output-generated hotspot")
+    port, change = found
     hotspot, onset_s, service = change.toward, change.at / 1e12, change.rate
     interval_s = sc.interval / 1e12
     smooth = max(1, round(time_ps(window) / sc.interval))
@@ -176,7 +189,6 @@ def metrics(result: SimResult, *, queue_threshold: int = 50_000, tolerance: floa
     sources = (rates.T.groupby(talker).sum().T.rename_axis("time_s").reset_index()
                .melt(id_vars="time_s", var_name="talker", value_name="rate_bps"))
 
-    port = next(p["name"] for p in _ports(result) if p["name"].endswith(f"->{hotspot}"))
     queue = result.port_series[result.port_series["port"] == port].set_index("time_s")
     queue.index = queue.index.round(12)
     hot = pd.DataFrame({"queue_mean_bytes": queue["queue_mean_bytes"], "queue_max_bytes": queue["queue_max_bytes"],
@@ -223,12 +235,6 @@ def summary_row(result: SimResult) -> pd.DataFrame:
     table["events"] = result.run_info["events"]
     table["wall_seconds"] = result.run_info["wall_seconds"]
     return table
-
-
-def _ports(result: SimResult) -> list[dict[str, Any]]:
-    from frerlab.sim.scenario import compile_spec
-
-    return compile_spec(result.scenario)["ports"]
 
 
 def _drained_after(queue: pd.Series, threshold: int) -> float:

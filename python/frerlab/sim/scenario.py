@@ -490,6 +490,12 @@ def _known(kind: str, name: str, known: Any) -> str:
     return f"{kind} {name!r} is not defined (defined: {', '.join(sorted(known))})"
 
 
+def port_name(link: str, src: str, dst: str) -> str:
+    """The name of the egress port that sends over `link` from `src` to `dst`, as the results
+    name it."""
+    return f"{link}:{src}->{dst}"
+
+
 def compile_spec(sc: Scenario) -> dict[str, Any]:
     """The Rust simulator's spec (indices and canonical units) for a validated scenario.
 
@@ -520,7 +526,7 @@ def compile_spec(sc: Scenario) -> dict[str, Any]:
             reverse = len(ports) + (1 if src == link.a else -1)
             pause = link.pause or sc.nodes[dst].pause
             ports.append({
-                "name": f"{link.name}:{src}->{dst}",
+                "name": port_name(link.name, src, dst),
                 "from": node_index[src], "to": node_index[dst], "rate": link.rate,
                 "delay": link.delay, "overhead": link.overhead,
                 "queue_limits": link.egress.limits(),
