@@ -20,7 +20,10 @@ import yaml
 
 from conftest import NEEDS_BPF, ROOT
 from sshd import SSHD, OpenSshServer
+from frerlab.bench.target import HostsTarget
+from frerlab.errors import ToolFailed
 from frerlab.testbed import bed, plan
+from frerlab.traffic.across import stream_across
 from test_bench_testbed import capacity_fps, line_fps
 
 pytestmark = [*NEEDS_BPF, pytest.mark.skipif(not Path(SSHD).exists(), reason="OpenSSH server not installed")]
@@ -107,13 +110,10 @@ def test_a_remote_process_killed_mid_trial_fails_its_unit_and_the_campaign_goes_
     def kill_first_sender() -> None:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            in_ns = set(subprocess.run(["ip", "netns", "pids", namespaces["talker"]], capture_output=True,
-                                       text=True).stdout.split())
-            senders = set(subprocess.run(["pgrep", "-f", "frerlab.cli gen send"], capture_output=True,
-                                         text=True).stdout.split())
-            if in_ns & senders:
+            senders = in_namespace(namespaces["talker"], "frerlab.cli gen send")
+            if senders:
                 time.sleep(1.0)
-                for pid in in_ns & senders:
+                for pid in senders:
                     os.kill(int(pid), 9)
                 return
             time.sleep(0.05)
@@ -127,9 +127,29 @@ def test_a_remote_process_killed_mid_trial_fails_its_unit_and_the_campaign_goes_
     first, second = (unit(out, f"loss_vs_load/control/frame_size=512,load=20/r{r}") for r in (1, 2))
     assert not first["valid"] and first["flags"][0]["name"] == "failed"
     assert "gen send failed" in first["flags"][0]["detail"]
-    assert second["valid"] and second["metrics"]["loss_percent"] == 0
+    assert second["valid"] and second["metrics"]["loss_percent"] == 0, second
     summary = json.loads((out / "summary.json").read_text())
     assert summary["groups"][0]["units"] == 2 and summary["groups"][0]["valid_units"] == 1
+
+
+def in_namespace(namespace: str, command: str) -> set[str]:
+    """The pids in `namespace` whose command line holds `command`."""
+    in_ns = set(subprocess.run(["ip", "netns", "pids", namespace], capture_output=True, text=True).stdout.split())
+    return in_ns & set(subprocess.run(["pgrep", "-f", command], capture_output=True, text=True).stdout.split())
+
+
+def test_a_failed_stream_stops_the_other_ends_remote_command(lab, tmp_path):
+    """When the sender fails, the receiver's remote command is stopped too (SIGTERM to
+    frerlab.remote.exec, which stops it over SSH), not left running on its host, where it would
+    hold the port the next trial needs."""
+    namespaces, hosts = lab
+    (tmp_path / "hosts.yaml").write_text(json.dumps(hosts))
+    target = HostsTarget(mode="control", rate_bps=20_000_000, listener_ip=plan.LISTENER_IP,
+                         hosts_file=tmp_path / "hosts.yaml")
+    with pytest.raises(ToolFailed, match="gen send failed"):
+        stream_across(target.prefix("talker"), target.prefix("listener"), target.listener_ip, ["--frame-size", "1"],
+                      tmp_path / "out", frerlab=CLI)
+    assert in_namespace(namespaces["listener"], "frerlab.cli gen recv") == set()
 
 
 def test_the_quick_campaign_runs_on_hosts_over_ssh(lab, tmp_path):

@@ -1,11 +1,14 @@
-"""Stopping the background processes frerlab starts (latent error monitors, delay lines), also
-those another frerlab process started: SIGTERM, SIGKILL after a grace period, and back only
-once each one is gone."""
+"""Stopping the background processes frerlab starts (latent error monitors, delay lines, tools
+it reads the output of), also those another frerlab process started: SIGTERM, SIGKILL after a
+grace period, and back only once each one is gone. SIGTERM first matters: a command run on a
+remote host through frerlab.remote.exec stops the remote command on SIGTERM, while SIGKILL
+would leave it running there."""
 
 from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -51,3 +54,15 @@ def stop(pids: list[int], timeout_s: float = 3.0) -> None:
                 continue
             while alive(pid) and time.monotonic() < deadline + 1.0:
                 time.sleep(0.01)
+
+
+def end(process: subprocess.Popen, timeout_s: float = 5.0) -> tuple[str | None, str | None]:
+    """Stops child `process` if it still runs (SIGTERM, then SIGKILL after `timeout_s`) and
+    returns what it printed on its pipes (stdout, stderr; None where it has no pipe)."""
+    if process.poll() is None:
+        process.terminate()
+    try:
+        return process.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        return process.communicate()

@@ -29,6 +29,7 @@ from pathlib import Path
 from frerlab.bench.target import Target
 from frerlab.traffic.across import stream_across
 from frerlab.files import write_atomic
+from frerlab.processes import end
 from frerlab.traffic.tools.base import wait_for_udp_port
 
 #: Fraction of wall time above which a process or the host counts as CPU-saturated.
@@ -194,11 +195,11 @@ class Background:
                 continue
             try:
                 out, _ = proc.communicate(timeout=0.1 if at_once else 60)
-                if out.strip():
-                    write_atomic(self.out_dir / f"bg-{name}.json", out)
             except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+                end(proc)
+                continue
+            if out.strip():
+                write_atomic(self.out_dir / f"bg-{name}.json", out)
 
     def reports(self) -> tuple[dict, dict]:
         """The background stream's raw sender and receiver reports."""

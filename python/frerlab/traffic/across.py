@@ -19,6 +19,7 @@ from pathlib import Path
 
 from frerlab.errors import EXIT_SHORTFALL, ToolFailed
 from frerlab.files import write_atomic
+from frerlab.processes import end
 from frerlab.traffic.tools.base import wait_for_receiver
 
 CLI = [sys.executable, "-m", "frerlab.cli"]
@@ -71,8 +72,7 @@ def stream_across(talker: Sequence[str], listener: Sequence[str], dst: str, send
     finally:
         for proc in (send, recv):
             if proc and proc.poll() is None:
-                proc.kill()
-                proc.wait()
+                end(proc)
     reports = {}
     for name, text in (("send", sent), ("recv", received)):
         write_atomic(out_dir / f"{name}.json", text)

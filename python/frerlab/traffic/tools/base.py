@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from frerlab.errors import UsageError
+from frerlab.processes import end
 
 
 class ToolMissing(UsageError):
@@ -103,13 +104,5 @@ class Background:
 
     def stop(self) -> str:
         """Stops the process (if still running) and returns what it printed."""
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                out, err = self.process.communicate(timeout=3)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                out, err = self.process.communicate()
-        else:
-            out, err = self.process.communicate()
+        out, err = end(self.process, timeout_s=3)
         return (out or "") + (err or "")
