@@ -191,3 +191,23 @@ def test_port_series_gives_each_ports_queue_length_per_interval(tmp_path: Path) 
     assert sent[total.index].tolist() == total.tolist()
     result.save(tmp_path)
     assert len(pd.read_csv(tmp_path / "port_series.csv")) == len(table)
+
+
+@pytest.mark.parametrize("duration", ["100ms", "1s"])
+def test_zero_loss_rate_never_exceeds_the_talkers_line_rate(duration: str) -> None:
+    # The paradox's control set-up has nothing slower than its 1 GbE links and a talker queue
+    # of 1.5 MB: the excess of a rate above line rate used to wait there, reach the listener
+    # after the trial and pass (998.5 Mbit/s at L2 with 1 s trials; 1518-byte frames fill
+    # 1 GbE at 1518 / 1538 Gbit/s).
+    line = 1e9 * 1518 / 1538
+    rate = sim.zero_loss_rate(ROOT / "scenarios/paradox/control.yaml", "udp", "10Mbps", "2Gbps", "0.5Mbps",
+                              overrides={"duration": duration})
+    assert line - 0.5e6 <= rate <= line
+    as_l1 = sim.zero_loss_rate(ROOT / "scenarios/paradox/control.yaml", "udp", "10Mbps", "2Gbps", "0.5Mbps",
+                               overrides={"duration": duration, "streams.udp.rate_layer": "l1"})
+    assert 1e9 - 0.5e6 <= as_l1 <= 1e9
+
+
+def test_a_zero_loss_search_starting_above_line_rate_is_refused() -> None:
+    with pytest.raises(UsageError, match="low 995000000 bit/s is at or above 986996098 bit/s"):
+        sim.zero_loss_rate(ROOT / "scenarios/paradox/control.yaml", "udp", "995Mbps", "2Gbps")

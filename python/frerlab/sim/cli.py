@@ -222,12 +222,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def cmd_zero_loss(args: argparse.Namespace) -> int:
     """Prints the highest lossless rate of one stream, in Mbit/s of its rate_layer."""
     from frerlab.sim.api import prepare, scenario_data
+    from frerlab.sim.scenario import talker_line_rate
     from frerlab.sim.sweeps import rate_arg, zero_loss_rate
 
     overrides = {**parse_overrides(args.set), "sweep": {}}
     low, high, resolution = (rate_arg(f"--{name}", getattr(args, name)) for name in ("low", "high", "resolution"))
     rate = zero_loss_rate(args.scenario, args.stream, low, high, resolution, overrides, args.allow_long)
-    layer = prepare(scenario_data(args.scenario), overrides).streams
-    layer = next((s.rate_layer for s in layer if s.name == args.stream), "l2")
-    print(f"{args.scenario}: stream {args.stream} zero-loss rate {rate / 1e6:.1f} Mbit/s ({layer.upper()})")
+    sc = prepare(scenario_data(args.scenario), overrides)
+    layer = next(s.rate_layer for s in sc.streams if s.name == args.stream)
+    line = int(talker_line_rate(sc, args.stream))
+    capped = ", the line rate of its first link: nothing in the network limits it below" if rate == line else ""
+    print(f"{args.scenario}: stream {args.stream} zero-loss rate {rate / 1e6:.1f} Mbit/s ({layer.upper()}{capped})")
     return 0

@@ -589,6 +589,31 @@ def _shortest_path(s: Stream, links: dict) -> list[str]:
     return path[::-1]
 
 
+def mean_frame_bytes(frame_size: int | Exponential | UniformSize) -> float:
+    """The mean frame size of a stream's frame_size setting."""
+    if isinstance(frame_size, Exponential):
+        return frame_size.mean
+    if isinstance(frame_size, UniformSize):
+        return (frame_size.min + frame_size.max) / 2
+    return frame_size
+
+
+def talker_line_rate(sc: Scenario, stream: str) -> float:
+    """The highest rate (bit/s, in the stream's rate_layer) at which its talker can put its
+    frames on the wire: the line rate of the first link of its paths (the slowest, where the
+    paths start on different links) at its mean frame size, less that link's per-frame
+    overhead at L2. A higher `rate` is not offered to the network but queued in the talker."""
+    s = next((x for x in sc.streams if x.name == stream), None)
+    if s is None:
+        raise ValueError(_known("stream", stream, [x.name for x in sc.streams]))
+    links = {link.name: link for link in sc.links}
+    frame = mean_frame_bytes(s.frame_size)
+    first = [links[path[0]] for path in s.paths or [_shortest_path(s, links)] if path[0] in links]
+    if not first:
+        raise ValueError(f"stream {s.name}: no link leaves its talker {s.talker!r}")
+    return min(link.rate if s.rate_layer == "l1" else link.rate * frame / (frame + link.overhead) for link in first)
+
+
 def _compile_stream(s: Stream, node_index: dict, links: dict, port_index: dict) -> dict[str, Any]:
     for role, name in (("talker", s.talker), ("listener", s.listener)):
         if name not in node_index:

@@ -30,7 +30,7 @@ import pandas as pd
 from frerlab.errors import UsageError
 from frerlab.sim.api import SimResult, check, run, scenario_data
 from frerlab.sim.cost import Cost
-from frerlab.sim.scenario import Scenario
+from frerlab.sim.scenario import Scenario, talker_line_rate
 from frerlab.names import shown
 from frerlab.sim.units import rate_bps
 
@@ -175,15 +175,26 @@ def zero_loss_rate(
     allow_long: bool = False,
 ) -> int:
     """The highest rate of `stream` (bit/s, in the stream's rate_layer) at which it loses no
-    frame, by binary search between `low` and `high` (RFC 2544 26.1). Raises UsageError when
-    even `low` loses frames, or when a run at `high` would exceed the cost limits of `run`
-    (unless `allow_long`)."""
+    frame, by binary search between `low` and `high` (RFC 2544 26.1). The search offers at most
+    the line rate of the stream's first link (`talker_line_rate`; RFC 2544 offers no more than
+    the medium's maximum frame rate): above it, frames would wait in the talker's own queue
+    and reach the network after the trial, so a short trial would report a throughput above
+    line rate. Raises UsageError when even `low` loses frames or is above that line rate, or
+    when a run at `high` would exceed the cost limits of `run` (unless `allow_long`)."""
     lo, hi, step = (rate_arg(name, value) for name, value in (("low", low), ("high", high), ("resolution", resolution)))
     if not 0 < lo < hi or step <= 0:
         raise UsageError(f"zero-loss search needs 0 < low < high and resolution > 0, got low {lo} bit/s, "
                          f"high {hi} bit/s, resolution {step} bit/s")
     base = dict(overrides or {})
-    check(scenario, {**base, f"streams.{stream}.rate": hi}, allow_long)  # the costliest run of the search
+    sc, _ = check(scenario, {**base, f"streams.{stream}.rate": hi}, allow_long)  # the costliest run of the search
+    try:
+        line = int(talker_line_rate(sc, stream))
+    except ValueError as err:
+        raise UsageError(f"zero-loss search: {err}") from None
+    if lo >= line:
+        raise UsageError(f"zero-loss search: low {lo} bit/s is at or above {line} bit/s, the most stream {stream}'s "
+                         "talker can put on its first link: choose a lower low")
+    hi = min(hi, line)
 
     def lossless(rate: int) -> bool:
         result = run(scenario, {**base, f"streams.{stream}.rate": rate}, allow_long=True)
