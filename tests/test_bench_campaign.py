@@ -45,6 +45,11 @@ def campaign(**steps_and_system):
     ({"name": "t", "steps": []}, "steps"),
     ({"name": "t", "steps": [{"kind": "tcp", "bogus": 1}]}, "bogus"),
     ({"name": "t", "steps": [{"kind": "failover", "cut_a": [2, 1]}]}, "cuts a (2.0, 1.0) and b (4.0, 5.0) must come"),
+    ({"name": "t", "system": {"impair": {"c": {"loss": 0.1}}}, "steps": [{"kind": "tcp"}]}, "system.testbed.impair.c"),
+    ({"name": "t", "system": {"impair": {"a": {"los": 0.1}}}, "steps": [{"kind": "tcp"}]},
+     "impair.a: 'los' is not an impairment (down, loss,"),
+    ({"name": "t", "system": {"impair": {"a": {"loss": 1.5}}}, "steps": [{"kind": "tcp"}]},
+     "impair.a: loss 1.5 is out of range (0..=1)"),
 ])
 def test_a_bad_campaign_is_refused_naming_the_field(data, message):
     with pytest.raises(UsageError) as err:
@@ -84,6 +89,17 @@ def test_the_seed_campaign_is_the_seeds_methodology():
     assert (loss.trial_s, loss.repetitions) == (10, 3)
     sweep = steps["threshold_sweep"]
     assert (sweep.coarse.trial_s, sweep.fine.trial_s, sweep.verify.trial_s, sweep.ultra_fine.trial_s) == (5, 10, 30, 10)
+
+
+def test_the_methodology_experiment_runs_the_seeds_two_procedures_on_one_network():
+    c, _ = read_campaign(ROOT / "campaigns" / "methodology-experiment.yaml")
+    assert c.system.modes == ["control"] and c.system.impair == {"a": {"loss": 1e-5}}
+    search, sweep = c.steps
+    assert (search.kind, search.frame_sizes, search.repetitions) == ("throughput", [1518], 3)
+    assert (search.search.kind, search.search.iterations, search.search.trial_s, search.search.loss_threshold) == \
+        ("binary", 10, 30, 1e-5)
+    assert (sweep.kind, sweep.frame_size, sweep.repetitions) == ("threshold_sweep", 1518, 3)
+    assert {p.trial_s for p in (sweep.coarse, sweep.fine, sweep.verify, sweep.ultra_fine)} == {5}
 
 
 def test_dry_run_prints_the_plan_and_its_duration_and_runs_nothing():

@@ -14,6 +14,7 @@ end, are estimated from their parameters.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import ipaddress
 import json
@@ -24,6 +25,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from frerlab.errors import UsageError
+from frerlab.impair.path import Impairment
 from frerlab.names import check_name
 from frerlab.sim.units import rate_bps
 from frerlab.testbed.bed import Settings
@@ -69,11 +71,23 @@ class System(_Model):
     generator: Literal["udp", "raw", "xdp"] = Field(
         "udp", description="how frerlab's generator and receiver move frames in every step's trials: UDP "
                            "sockets, AF_PACKET, or AF_XDP (frerlab gen --mode; docs/traffic.md)")
+    impair: dict[Literal["a", "b"], dict[str, Any]] = Field(
+        default_factory=dict, description="per path, impairments of its talker-to-listener direction for the "
+                                          "whole campaign (frerlab.impair.Impairment's fields, e.g. loss: 1e-5)")
 
     @model_validator(mode="after")
     def _valid_testbed(self) -> System:
         if len(set(self.modes)) != len(self.modes):
             raise ValueError(f"modes {self.modes} names a mode twice (frer, control or both)")
+        for path, changes in self.impair.items():
+            known = [f.name for f in dataclasses.fields(Impairment)]
+            unknown = sorted(set(changes) - set(known))
+            if unknown:
+                raise ValueError(f"impair.{path}: {unknown[0]!r} is not an impairment ({', '.join(known)})")
+            try:
+                Impairment.from_dict(changes)
+            except UsageError as err:
+                raise ValueError(f"impair.{path}: {err}") from None
         for mode in self.modes:
             try:
                 Settings(**self.testbed_args(mode, "campaign")).check()
@@ -93,7 +107,9 @@ class System(_Model):
         return rate_bps(self.rate)
 
     def describe(self) -> str:
-        return f"a testbed at {self.rate} (queue limit {self.queue_limit})"
+        impaired = "".join(f", path {path}: {', '.join(f'{k} {v}' for k, v in changes.items())}"
+                           for path, changes in self.impair.items())
+        return f"a testbed at {self.rate} (queue limit {self.queue_limit}{impaired})"
 
 
 def _address(value: str) -> str:

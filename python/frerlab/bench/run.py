@@ -116,6 +116,8 @@ def _target(campaign: Campaign, mode: str, name: str, results: ResultsDir) -> It
                           hosts_file=system.hosts.resolve(), talker_interface=hosts.talker.interface)
         return
     with bed.Testbed(**system.testbed_args(mode, name)) as tb:
+        for path, changes in system.impair.items():
+            tb.impair(path, "forward", **changes)
         yield TestbedTarget(mode, system.rate_bps, generator=system.generator, testbed=tb.name)
 
 

@@ -14,6 +14,14 @@ missing):
   (at least CPU_SATURATED of its wall time); `host_cpu_saturated`: all cores were (from
   /proc/stat over the trial). Warnings: the numbers may be the hosts', not the DUT's.
 
+A trial spoiled only by a passing fault of the tester itself (the generator fell behind its
+schedule but still sent every offered frame, or the listener's socket overflowed) is run
+again, up to ATTEMPTS times in all (the throughput searches retry invalid trials their own
+way, frerlab.bench.search): on a shared machine such faults come and go with the
+scheduler, and RFC 2544 counts only what the DUT lost. A generator that cannot reach the rate
+at all is not retried. The earlier attempts' raw reports stay in `attempt-N/` beside the last
+one, and `attempts` says how many were run.
+
 Counters are read only after the traffic stopped and the listener saw the end of the stream
 and lingered (`stream_across`), so frames in flight are not counted as lost. Raw reports are
 written by the tools into the trial's directory before anything is derived from them.
@@ -37,6 +45,10 @@ CPU_SATURATED = 0.95
 #: The listener stops this long after the last frame when no end-of-stream probe arrives (a
 #: full queue at the end of a trial drops them like any frame).
 IDLE_S = 1.0
+#: Runs of a trial spoiled only by a passing fault of the tester (see the module doc).
+ATTEMPTS = 3
+#: The flags of such faults.
+TRANSIENT_FLAGS = frozenset({"generator_shortfall", "receiver_socket_drops"})
 @dataclass(frozen=True)
 class Flag:
     """Why a trial's figures may not be the DUT's: a name, the evidence, and whether the trial
@@ -65,6 +77,7 @@ class TrialOutcome:
     receiver_cpu: float
     host_cpu: float
     flags: list[Flag] = field(default_factory=list)
+    attempts: int = 1
 
     @property
     def lost(self) -> int:
@@ -77,6 +90,13 @@ class TrialOutcome:
     @property
     def valid(self) -> bool:
         return not any(f.invalidates for f in self.flags)
+
+    @property
+    def spoiled_by_tester(self) -> bool:
+        """Invalid only through a passing fault of the tester (see the module doc): worth another attempt."""
+        invalid = {f.name for f in self.flags if f.invalidates}
+        return bool(invalid) and invalid <= TRANSIENT_FLAGS and (
+            "generator_shortfall" not in invalid or self.sent >= self.offered)
 
     def record(self) -> dict:
         """Plain data for result files."""
@@ -92,10 +112,29 @@ def cpu_busy() -> tuple[int, int]:
 
 def generator_trial(target: Target, frame_size: int, rate_fps: float, duration_s: float, out_dir: Path,
                     send_tolerance: float = 0.001, burst: int | None = None,
-                    bin_frames: int | None = None) -> TrialOutcome:
+                    bin_frames: int | None = None, attempts: int = ATTEMPTS) -> TrialOutcome:
     """Runs one trial of `rate_fps` for `duration_s`, or (`burst`) one burst of that many
     frames sent as fast as the generator can; raw reports go to `out_dir` (send.json,
-    recv.json, with per-`bin_frames` sequence bins if given), then trial.json."""
+    recv.json, with per-`bin_frames` sequence bins if given), then trial.json. A trial spoiled
+    by the tester is run again, `attempts` runs in all (see the module doc; a caller that
+    retries invalid trials itself, as the throughput searches do, asks for 1)."""
+    attempt = 1
+    while True:
+        outcome = _attempt(target, frame_size, rate_fps, duration_s, out_dir, send_tolerance, burst, bin_frames)
+        outcome.attempts = attempt
+        write_atomic(out_dir / "trial.json", json.dumps(outcome.record(), indent=1))
+        if attempt >= attempts or not outcome.spoiled_by_tester:
+            return outcome
+        kept = out_dir / f"attempt-{attempt}"
+        kept.mkdir()
+        for name in ("send.json", "recv.json", "trial.json"):
+            (out_dir / name).rename(kept / name)
+        attempt += 1
+
+
+def _attempt(target: Target, frame_size: int, rate_fps: float, duration_s: float, out_dir: Path,
+             send_tolerance: float, burst: int | None, bin_frames: int | None) -> TrialOutcome:
+    """One run of the trial of `generator_trial`; its raw reports are in `out_dir`."""
     before, busy0 = target.drops(), cpu_busy()
     pace = ["--max-rate", "--count", str(burst)] if burst else ["--rate-fps", f"{rate_fps:.6g}", "--duration",
                                                                   f"{duration_s:g}"]
@@ -118,7 +157,6 @@ def generator_trial(target: Target, frame_size: int, rate_fps: float, duration_s
         sender_cpu=sender["cpu"]["utilization"], receiver_cpu=receiver["cpu"]["utilization"],
         host_cpu=(busy1[0] - busy0[0]) / max(1, busy1[1] - busy0[1]))
     outcome.flags = flags(outcome, sender, receiver, send_tolerance, target.talker_egress)
-    write_atomic(out_dir / "trial.json", json.dumps(outcome.record(), indent=1))
     return outcome
 
 

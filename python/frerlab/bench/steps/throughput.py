@@ -22,7 +22,7 @@ def run(ctx: Context, step: Throughput, params: dict) -> dict:
     def trial(rate_fps: float, duration_s: float) -> TrialResult:
         ctx.note(f"{frame} B at {rate_fps / line:.2%} of line rate for {duration_s:g} s")
         t = generator_trial(ctx.target, frame, rate_fps, duration_s, ctx.out / "trials" / f"{len(outcomes):03d}",
-                            send_tolerance=step.send_tolerance)
+                            send_tolerance=step.send_tolerance, attempts=1)  # the search retries
         outcomes.append(t)
         reasons = [f.detail for f in t.flags if f.invalidates and f.name != "generator_shortfall"]
         return TrialResult(t.offered, t.sent, t.received, duration_s, "; ".join(reasons) or None)
