@@ -211,3 +211,12 @@ def test_zero_loss_rate_never_exceeds_the_talkers_line_rate(duration: str) -> No
 def test_a_zero_loss_search_starting_above_line_rate_is_refused() -> None:
     with pytest.raises(UsageError, match="low 995000000 bit/s is at or above 986996098 bit/s"):
         sim.zero_loss_rate(ROOT / "scenarios/paradox/control.yaml", "udp", "995Mbps", "2Gbps")
+
+
+def test_an_on_off_pattern_written_unquoted_in_yaml_is_read_as_on_and_off(tmp_path: Path) -> None:
+    # YAML 1.1 reads the bare keys on and off as true and false
+    text = (SCENARIOS / "paradox" / "control.yaml").read_text().replace(
+        "    rate: 398Mbps\n", "    rate: 398Mbps\n    pattern: {on: 1ms, off: 1ms}\n")
+    (tmp_path / "bursty.yaml").write_text(text)
+    stream = sim.load_scenario(tmp_path / "bursty.yaml").streams[0]
+    assert (stream.pattern.on, stream.pattern.off) == (time_ps("1ms"), time_ps("1ms"))

@@ -309,6 +309,14 @@ class OnOff(_Model):
     on: Time = Field(gt=0)
     off: Time
 
+    @model_validator(mode="before")
+    @classmethod
+    def _keys_yaml_read_as_booleans(cls, data: Any) -> Any:
+        """YAML 1.1 reads an unquoted key `on` as true and `off` as false: take them back."""
+        if isinstance(data, dict):
+            return {({True: "on", False: "off"}[k] if isinstance(k, bool) else k): v for k, v in data.items()}
+        return data
+
 
 def _frame_size_kind(value: Any) -> str | None:
     if isinstance(value, dict):
