@@ -139,33 +139,42 @@ def attachments(net: Namespaces, role: str, port: str) -> str:
 
 def test_down_and_a_failed_up_leave_nothing_attached_or_pinned():
     with Namespaces(prefix()) as net:
-        net.add("sw")
-        net.link("sw", "up", "sw", "pa")
-        net.link("sw", "pb", "sw", "x")
         cfg = parse_config({**load_config(ROOT / "configs" / "dataplane" / "sw1-replicate.yaml").model_dump(),
                             "name": f"{net.prefix}-up"})
+        try:
+            down_and_failed_up(net, cfg)
+        finally:
+            control.down(cfg.name)
+
+
+def down_and_failed_up(net: Namespaces, cfg) -> None:
+    """The test's body, in namespaces of `net`: `up` of `cfg` and `down`, a node with XDP
+    closed, and an `up` that fails half-way."""
+    net.add("sw")
+    net.link("sw", "up", "sw", "pa")
+    net.link("sw", "pb", "sw", "x")
+    control.up(cfg, net.ns["sw"], monitor=False)
+    assert "frer_ingress" in attachments(net, "sw", "up") and (PIN_ROOT / cfg.name).exists()
+    control.down(cfg.name)
+    for port in ("up", "pa", "pb"):
+        assert not {"clsact", "bpf", "xdp"} & set(attachments(net, "sw", port).split())
+    assert not (PIN_ROOT / cfg.name).exists()
+
+    # XDP too: a node attached with XDP on one port and tc on another, then closed
+    with Node(f"{net.prefix}-xdp", net.ns["sw"], ["up", "pa"], xdp=True) as node:
+        node.attach(xdp={"up": "generic"})
+        assert node.hooks == {"up": "xdp generic", "pa": "tc"}
+        assert "xdp" in attachments(net, "sw", "up") and "frer_ingress" in attachments(net, "sw", "pa")
+        with pytest.raises(bpfsys.BpfError, match="has an XDP program already") as busy:
+            bpfsys.attach_xdp(net.ns["sw"], "up", node.pin_dir / "xdp" / "frer_xdp", "native")
+        assert busy.value.errno == errno.EBUSY
+    for port in ("up", "pa"):
+        assert not {"clsact", "bpf", "xdp"} & set(attachments(net, "sw", port).split())
+    assert not node.pin_dir.exists()
+
+    # a failure half-way: pa already has a clsact qdisc, so `up` stops after attaching `up`
+    net.run("sw", "tc", "qdisc", "add", "dev", "pa", "clsact")
+    with pytest.raises(bpfsys.BpfError, match="port pa in network namespace .* already has a clsact qdisc"):
         control.up(cfg, net.ns["sw"], monitor=False)
-        assert "frer_ingress" in attachments(net, "sw", "up") and (PIN_ROOT / cfg.name).exists()
-        control.down(cfg.name)
-        for port in ("up", "pa", "pb"):
-            assert not {"clsact", "bpf", "xdp"} & set(attachments(net, "sw", port).split())
-        assert not (PIN_ROOT / cfg.name).exists()
-
-        # XDP too: a node attached with XDP on one port and tc on another, then closed
-        with Node(f"{net.prefix}-xdp", net.ns["sw"], ["up", "pa"], xdp=True) as node:
-            node.attach(xdp={"up": "generic"})
-            assert node.hooks == {"up": "xdp generic", "pa": "tc"}
-            assert "xdp" in attachments(net, "sw", "up") and "frer_ingress" in attachments(net, "sw", "pa")
-            with pytest.raises(bpfsys.BpfError, match="has an XDP program already") as busy:
-                bpfsys.attach_xdp(net.ns["sw"], "up", node.pin_dir / "xdp" / "frer_xdp", "native")
-            assert busy.value.errno == errno.EBUSY
-        for port in ("up", "pa"):
-            assert not {"clsact", "bpf", "xdp"} & set(attachments(net, "sw", port).split())
-        assert not node.pin_dir.exists()
-
-        # a failure half-way: pa already has a clsact qdisc, so `up` stops after attaching `up`
-        net.run("sw", "tc", "qdisc", "add", "dev", "pa", "clsact")
-        with pytest.raises(bpfsys.BpfError, match="port pa in network namespace .* already has a clsact qdisc"):
-            control.up(cfg, net.ns["sw"], monitor=False)
-        assert not {"clsact", "bpf", "xdp"} & set(attachments(net, "sw", "up").split())
-        assert not (PIN_ROOT / cfg.name).exists() and cfg.name not in control.running_names()
+    assert not {"clsact", "bpf", "xdp"} & set(attachments(net, "sw", "up").split())
+    assert not (PIN_ROOT / cfg.name).exists() and cfg.name not in control.running_names()
