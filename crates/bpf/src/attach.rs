@@ -33,21 +33,33 @@ pub fn in_netns<T: Send>(netns: Option<&str>, f: impl FnOnce() -> Result<T> + Se
         let thread = scope.spawn(move || {
             // SAFETY: setns(2) on a descriptor we own; it affects this thread only.
             if unsafe { libc::setns(target.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-                return Err(Error::io(format!("entering network namespace {name}"), &std::io::Error::last_os_error()));
+                return Err(Error::io(
+                    format!("entering network namespace {name}"),
+                    &std::io::Error::last_os_error(),
+                ));
             }
             f()
         });
-        thread.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        thread
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     })
 }
 
 /// The open `/run/netns/NAME` of namespace `name`.
 fn netns_file(name: &str) -> Result<File> {
     if name.is_empty() || name == "." || name == ".." || name.contains(['/', '\0']) {
-        return Err(Error::Invalid(format!("network namespace name {name:?} is not valid (a plain file name under /run/netns)")));
+        return Err(Error::Invalid(format!(
+            "network namespace name {name:?} is not valid (a plain file name under /run/netns)"
+        )));
     }
     let path = Path::new("/run/netns").join(name);
-    File::open(&path).map_err(|err| Error::io(format!("network namespace {name} ({})", path.display()), &err))
+    File::open(&path).map_err(|err| {
+        Error::io(
+            format!("network namespace {name} ({})", path.display()),
+            &err,
+        )
+    })
 }
 
 /// Where a port is, for messages: "PORT" or "PORT in network namespace NS".
@@ -60,10 +72,14 @@ fn port_in(netns: Option<&str>, port: &str) -> String {
 
 /// The interface index of `port` in the calling thread's namespace.
 fn ifindex_here(netns: Option<&str>, port: &str) -> Result<i32> {
-    let name = CString::new(port).map_err(|_| Error::Invalid(format!("port name {port:?} contains a NUL byte")))?;
+    let name = CString::new(port)
+        .map_err(|_| Error::Invalid(format!("port name {port:?} contains a NUL byte")))?;
     // SAFETY: a NUL-terminated name.
     match unsafe { libc::if_nametoindex(name.as_ptr()) } {
-        0 => Err(Error::errno(format!("no interface {}", port_in(netns, port)), libc::ENODEV)),
+        0 => Err(Error::errno(
+            format!("no interface {}", port_in(netns, port)),
+            libc::ENODEV,
+        )),
         index => Ok(index as i32),
     }
 }
@@ -95,7 +111,10 @@ fn tc_hook(ifindex: i32, attach_point: libbpf_sys::bpf_tc_attach_point) -> libbp
 pub fn add_clsact(netns: Option<&str>, port: &str) -> Result<()> {
     let (added, log) = with_log(|| {
         in_netns(netns, || {
-            let mut hook = tc_hook(ifindex_here(netns, port)?, libbpf_sys::BPF_TC_INGRESS | libbpf_sys::BPF_TC_EGRESS);
+            let mut hook = tc_hook(
+                ifindex_here(netns, port)?,
+                libbpf_sys::BPF_TC_INGRESS | libbpf_sys::BPF_TC_EGRESS,
+            );
             // SAFETY: a hook set up by tc_hook.
             match unsafe { libbpf_sys::bpf_tc_hook_create(&mut hook) } {
                 0 => Ok(()),
@@ -120,15 +139,31 @@ pub fn attach_tc(netns: Option<&str>, port: &str, prog: &Path, hook: &str) -> Re
     let point = match hook {
         "ingress" => libbpf_rs::TC_INGRESS,
         "egress" => libbpf_rs::TC_EGRESS,
-        _ => return Err(Error::Invalid(format!("tc hook {hook:?} is not valid (ingress, egress)"))),
+        _ => {
+            return Err(Error::Invalid(format!(
+                "tc hook {hook:?} is not valid (ingress, egress)"
+            )))
+        }
     };
     let program = PinnedProgram::open(prog)?;
     let (attached, log) = with_log(|| {
         in_netns(netns, || {
             let index = ifindex_here(netns, port)?;
-            TcHook::new(program.fd()).ifindex(index).attach_point(point).attach().map(drop).map_err(|err| {
-                Error::libbpf(format!("attaching {} to tc {hook} of {}", prog.display(), port_in(netns, port)), &err)
-            })
+            TcHook::new(program.fd())
+                .ifindex(index)
+                .attach_point(point)
+                .attach()
+                .map(drop)
+                .map_err(|err| {
+                    Error::libbpf(
+                        format!(
+                            "attaching {} to tc {hook} of {}",
+                            prog.display(),
+                            port_in(netns, port)
+                        ),
+                        &err,
+                    )
+                })
         })
     });
     attached.map_err(|err| err.with_log(&log, LOG_LINES))
@@ -139,7 +174,9 @@ fn xdp_mode(mode: &str) -> Result<XdpFlags> {
     match mode {
         "native" => Ok(XdpFlags::DRV_MODE),
         "generic" => Ok(XdpFlags::SKB_MODE),
-        _ => Err(Error::Invalid(format!("XDP mode {mode:?} is not valid (native, generic)"))),
+        _ => Err(Error::Invalid(format!(
+            "XDP mode {mode:?} is not valid (native, generic)"
+        ))),
     }
 }
 
@@ -177,8 +214,14 @@ pub fn attach_xdp(netns: Option<&str>, port: &str, prog: &Path, mode: &str) -> R
                     libc::EBUSY,
                 ));
             }
-            Xdp::new(program.fd()).attach(index, XdpFlags::UPDATE_IF_NOEXIST | flags)
-                .map_err(|err| Error::libbpf(format!("attaching {} to {where_} as {mode} XDP", prog.display()), &err))
+            Xdp::new(program.fd())
+                .attach(index, XdpFlags::UPDATE_IF_NOEXIST | flags)
+                .map_err(|err| {
+                    Error::libbpf(
+                        format!("attaching {} to {where_} as {mode} XDP", prog.display()),
+                        &err,
+                    )
+                })
         })
     });
     attached.map_err(|err| err.with_log(&log, LOG_LINES))
@@ -197,13 +240,21 @@ pub fn detach(netns: Option<&str>, port: &str) -> Result<()> {
     }
     let (detached, log) = with_log(|| {
         in_netns(netns, || {
-            let Ok(index) = ifindex_here(netns, port) else { return Ok(()) };
+            let Ok(index) = ifindex_here(netns, port) else {
+                return Ok(());
+            };
             let where_ = port_in(netns, port);
-            let mut clsact = tc_hook(index, libbpf_sys::BPF_TC_INGRESS | libbpf_sys::BPF_TC_EGRESS);
+            let mut clsact = tc_hook(
+                index,
+                libbpf_sys::BPF_TC_INGRESS | libbpf_sys::BPF_TC_EGRESS,
+            );
             // SAFETY: a hook set up by tc_hook.
             let rc = unsafe { libbpf_sys::bpf_tc_hook_destroy(&mut clsact) };
             if rc < 0 && ![libc::ENOENT, libc::EINVAL, libc::ENODEV].contains(&-rc) {
-                return Err(Error::errno(format!("removing the clsact qdisc of {where_}"), -rc));
+                return Err(Error::errno(
+                    format!("removing the clsact qdisc of {where_}"),
+                    -rc,
+                ));
             }
             detach_xdp(index, &where_)
         })
@@ -214,14 +265,20 @@ pub fn detach(netns: Option<&str>, port: &str) -> Result<()> {
 /// Removes the XDP programs of `ifindex`, in each mode that has one.
 fn detach_xdp(ifindex: i32, where_: &str) -> Result<()> {
     let (native, generic) = xdp_attached(ifindex, where_)?;
-    for (id, flags, mode) in [(native, XdpFlags::DRV_MODE, "native"), (generic, XdpFlags::SKB_MODE, "generic")] {
+    for (id, flags, mode) in [
+        (native, XdpFlags::DRV_MODE, "native"),
+        (generic, XdpFlags::SKB_MODE, "generic"),
+    ] {
         if id == 0 {
             continue;
         }
         // SAFETY: no options.
         let rc = unsafe { libbpf_sys::bpf_xdp_detach(ifindex, flags.bits(), std::ptr::null()) };
         if rc < 0 && -rc != libc::ENODEV {
-            return Err(Error::errno(format!("removing the {mode} XDP program of {where_}"), -rc));
+            return Err(Error::errno(
+                format!("removing the {mode} XDP program of {where_}"),
+                -rc,
+            ));
         }
     }
     Ok(())
@@ -234,7 +291,9 @@ mod tests {
     #[test]
     fn namespace_names_are_plain_file_names() {
         for bad in ["", ".", "..", "a/b", "../x"] {
-            let Err(Error::Invalid(message)) = netns_file(bad) else { panic!("{bad:?} accepted") };
+            let Err(Error::Invalid(message)) = netns_file(bad) else {
+                panic!("{bad:?} accepted")
+            };
             assert!(message.contains(&format!("{bad:?}")), "{message}");
         }
     }
@@ -250,7 +309,11 @@ mod tests {
     #[test]
     fn a_missing_port_is_named() {
         let err = ifindex(None, "frerlab-no-such-port").unwrap_err();
-        assert!(err.to_string().contains("no interface frerlab-no-such-port"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("no interface frerlab-no-such-port"),
+            "{err}"
+        );
         assert_eq!(ifindex(None, "lo").unwrap(), 1);
     }
 
@@ -258,6 +321,10 @@ mod tests {
     fn hooks_and_modes_are_refused_by_name() {
         let err = attach_tc(None, "lo", Path::new("/nonexistent"), "sideways").unwrap_err();
         assert!(err.to_string().contains("\"sideways\""), "{err}");
-        assert!(xdp_mode("offload").err().unwrap().to_string().contains("\"offload\""));
+        assert!(xdp_mode("offload")
+            .err()
+            .unwrap()
+            .to_string()
+            .contains("\"offload\""));
     }
 }

@@ -33,7 +33,10 @@ pub enum Error {
 impl Error {
     /// A failure of `what` with the errno of `err`, if it has one.
     pub fn io(what: impl fmt::Display, err: &io::Error) -> Self {
-        Error::Os { errno: err.raw_os_error(), message: format!("{what}: {err}") }
+        Error::Os {
+            errno: err.raw_os_error(),
+            message: format!("{what}: {err}"),
+        }
     }
 
     /// A failure of `what` with errno `errno`, a positive `E...` value.
@@ -43,7 +46,10 @@ impl Error {
 
     /// A failure of `what` reported by libbpf-rs (which keeps no errno to hand on).
     pub fn libbpf(what: impl fmt::Display, err: &libbpf_rs::Error) -> Self {
-        Error::Os { errno: None, message: format!("{what}: {err:#}") }
+        Error::Os {
+            errno: None,
+            message: format!("{what}: {err:#}"),
+        }
     }
 
     /// This error with libbpf's messages `log` (their last `lines` lines) appended.
@@ -53,7 +59,10 @@ impl Error {
             return self;
         }
         match self {
-            Error::Os { errno, message } => Error::Os { errno, message: format!("{message}\n{tail}") },
+            Error::Os { errno, message } => Error::Os {
+                errno,
+                message: format!("{message}\n{tail}"),
+            },
             Error::Invalid(message) => Error::Invalid(format!("{message}\n{tail}")),
         }
     }
@@ -98,7 +107,9 @@ pub fn with_log<T>(f: impl FnOnce() -> T) -> (T, String) {
     PRINT.call_once(|| {
         libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Warn, collect)));
     });
-    LOG.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clear();
+    LOG.lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .clear();
     let result = f();
     let log = std::mem::take(&mut *LOG.lock().unwrap_or_else(|poisoned| poisoned.into_inner()));
     (result, log)
@@ -124,9 +135,14 @@ mod tests {
     #[test]
     fn an_error_names_its_errno_and_carries_the_log() {
         let err = Error::errno("opening x", libc::ENOENT).with_log("libbpf: one\nlibbpf: two\n", 1);
-        let Error::Os { errno, message } = err else { panic!("not an OS error") };
+        let Error::Os { errno, message } = err else {
+            panic!("not an OS error")
+        };
         assert_eq!(errno, Some(libc::ENOENT));
-        assert!(message.starts_with("opening x: No such file or directory"), "{message}");
+        assert!(
+            message.starts_with("opening x: No such file or directory"),
+            "{message}"
+        );
         assert!(message.ends_with("\nlibbpf: two"), "{message}");
     }
 }

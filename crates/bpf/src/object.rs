@@ -23,11 +23,19 @@ const LOG_LINES: usize = 30;
 /// error names it and ends with the verifier's last words), or pinning fails.
 pub fn load_and_pin(obj: &Path, pin_dir: &Path, reuse: Option<&Path>) -> Result<()> {
     if pin_dir.exists() {
-        return Err(Error::errno(format!("pin directory {} exists already", pin_dir.display()), libc::EEXIST));
+        return Err(Error::errno(
+            format!("pin directory {} exists already", pin_dir.display()),
+            libc::EEXIST,
+        ));
     }
     let (loaded, log) = with_log(|| load(obj, reuse));
     let (mut object, reused) = loaded.map_err(|err| err.with_log(&log, LOG_LINES))?;
-    fs::create_dir(pin_dir).map_err(|err| Error::io(format!("creating pin directory {}", pin_dir.display()), &err))?;
+    fs::create_dir(pin_dir).map_err(|err| {
+        Error::io(
+            format!("creating pin directory {}", pin_dir.display()),
+            &err,
+        )
+    })?;
     let (pinned, log) = with_log(|| pin(&mut object, pin_dir, &reused));
     pinned.map_err(|err| {
         let _ = fs::remove_dir_all(pin_dir);
@@ -47,7 +55,14 @@ fn load(obj: &Path, reuse: Option<&Path>) -> Result<(libbpf_rs::Object, Vec<Stri
             let pinned = dir.join(&name);
             if pinned.exists() {
                 map.reuse_pinned_map(&pinned).map_err(|err| {
-                    Error::libbpf(format!("reusing map {name} pinned at {} for {}", pinned.display(), obj.display()), &err)
+                    Error::libbpf(
+                        format!(
+                            "reusing map {name} pinned at {} for {}",
+                            pinned.display(),
+                            obj.display()
+                        ),
+                        &err,
+                    )
                 })?;
                 reused.push(name);
             }
@@ -65,17 +80,22 @@ fn load(obj: &Path, reuse: Option<&Path>) -> Result<(libbpf_rs::Object, Vec<Stri
 
 /// What libbpf has printed so far in the current `with_log`.
 fn libbpf_log_so_far() -> String {
-    crate::LOG.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
+    crate::LOG
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .clone()
 }
 
 /// The program libbpf says failed to load, from its messages (`prog 'NAME': BPF program load
 /// failed: ...`).
 pub fn failed_program(log: &str) -> Option<&str> {
-    log.lines().find(|line| line.contains("load failed")).and_then(|line| {
-        let start = line.find("prog '")? + "prog '".len();
-        let len = line[start..].find('\'')?;
-        Some(&line[start..start + len])
-    })
+    log.lines()
+        .find(|line| line.contains("load failed"))
+        .and_then(|line| {
+            let start = line.find("prog '")? + "prog '".len();
+            let len = line[start..].find('\'')?;
+            Some(&line[start..start + len])
+        })
 }
 
 /// Pins every program of `object` at `pin_dir/NAME` and every map not in `reused` at
@@ -83,16 +103,19 @@ pub fn failed_program(log: &str) -> Option<&str> {
 fn pin(object: &mut libbpf_rs::Object, pin_dir: &Path, reused: &[String]) -> Result<()> {
     for mut prog in object.progs_mut() {
         let path = pin_dir.join(prog.name());
-        prog.pin(&path).map_err(|err| Error::libbpf(format!("pinning program at {}", path.display()), &err))?;
+        prog.pin(&path)
+            .map_err(|err| Error::libbpf(format!("pinning program at {}", path.display()), &err))?;
     }
     let maps_dir = pin_dir.join("maps");
-    fs::create_dir(&maps_dir).map_err(|err| Error::io(format!("creating {}", maps_dir.display()), &err))?;
+    fs::create_dir(&maps_dir)
+        .map_err(|err| Error::io(format!("creating {}", maps_dir.display()), &err))?;
     for mut map in object.maps_mut() {
         if reused.iter().any(|r| *r == *map.name().to_string_lossy()) {
             continue;
         }
         let path = maps_dir.join(map.name());
-        map.pin(&path).map_err(|err| Error::libbpf(format!("pinning map at {}", path.display()), &err))?;
+        map.pin(&path)
+            .map_err(|err| Error::libbpf(format!("pinning map at {}", path.display()), &err))?;
     }
     Ok(())
 }
@@ -116,7 +139,10 @@ pub fn map_type(kind: &str) -> Result<MapType> {
         }
         known.push(name.into_owned());
     }
-    Err(Error::Invalid(format!("map type {kind:?} is not one libbpf knows ({})", known.join(", "))))
+    Err(Error::Invalid(format!(
+        "map type {kind:?} is not one libbpf knows ({})",
+        known.join(", ")
+    )))
 }
 
 /// Creates a map of type `kind` (see [`map_type`]) and pins it at `path`; the map is named
@@ -124,18 +150,33 @@ pub fn map_type(kind: &str) -> Result<MapType> {
 ///
 /// # Errors
 /// An unknown type, or the kernel refusing the map or the pin.
-pub fn create_map(path: &Path, kind: &str, key_size: u32, value_size: u32, entries: u32) -> Result<()> {
+pub fn create_map(
+    path: &Path,
+    kind: &str,
+    key_size: u32,
+    value_size: u32,
+    entries: u32,
+) -> Result<()> {
     let ty = map_type(kind)?;
-    let name: String = path.file_name().map(|n| n.to_string_lossy().chars().take(15).collect()).unwrap_or_default();
+    let name: String = path
+        .file_name()
+        .map(|n| n.to_string_lossy().chars().take(15).collect())
+        .unwrap_or_default();
     let opts = libbpf_sys::bpf_map_create_opts {
         sz: std::mem::size_of::<libbpf_sys::bpf_map_create_opts>() as _,
         ..Default::default()
     };
-    let what = || format!("creating {kind} map {} (key {key_size}, value {value_size}, {entries} entries)", path.display());
+    let what = || {
+        format!(
+            "creating {kind} map {} (key {key_size}, value {value_size}, {entries} entries)",
+            path.display()
+        )
+    };
     let (created, log) = with_log(|| {
         let mut map = MapHandle::create(ty, Some(&name), key_size, value_size, entries, &opts)
             .map_err(|err| Error::libbpf(what(), &err))?;
-        map.pin(path).map_err(|err| Error::libbpf(format!("pinning map at {}", path.display()), &err))
+        map.pin(path)
+            .map_err(|err| Error::libbpf(format!("pinning map at {}", path.display()), &err))
     });
     created.map_err(|err| err.with_log(&log, LOG_LINES))
 }
@@ -156,8 +197,13 @@ mod tests {
     fn map_types_are_libbpf_s_names() {
         assert_eq!(map_type("devmap_hash").unwrap(), MapType::DevmapHash);
         assert_eq!(map_type("hash").unwrap(), MapType::Hash);
-        let Err(Error::Invalid(message)) = map_type("devmap-hash") else { panic!("accepted") };
-        assert!(message.contains("\"devmap-hash\"") && message.contains("devmap_hash"), "{message}");
+        let Err(Error::Invalid(message)) = map_type("devmap-hash") else {
+            panic!("accepted")
+        };
+        assert!(
+            message.contains("\"devmap-hash\"") && message.contains("devmap_hash"),
+            "{message}"
+        );
     }
 
     #[test]

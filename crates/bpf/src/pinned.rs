@@ -36,12 +36,22 @@ impl PinnedMap {
     /// Nothing is pinned there, or it is no map.
     pub fn open(path: &Path) -> Result<Self> {
         if path.as_os_str().as_encoded_bytes().contains(&0) {
-            return Err(Error::Invalid(format!("map path {path:?} contains a NUL byte")));
+            return Err(Error::Invalid(format!(
+                "map path {path:?} contains a NUL byte"
+            )));
         }
         let map = MapHandle::from_pinned_path(path)
             .map_err(|err| Error::libbpf(format!("opening pinned map {}", path.display()), &err))?;
-        let cpus = if map.map_type().is_percpu() { libbpf_rs::num_possible_cpus().unwrap_or(1) } else { 1 };
-        Ok(PinnedMap { map, path: path.to_owned(), cpus })
+        let cpus = if map.map_type().is_percpu() {
+            libbpf_rs::num_possible_cpus().unwrap_or(1)
+        } else {
+            1
+        };
+        Ok(PinnedMap {
+            map,
+            path: path.to_owned(),
+            cpus,
+        })
     }
 
     /// Where it is pinned.
@@ -51,7 +61,10 @@ impl PinnedMap {
 
     /// The map's name (its pin's file name).
     fn name(&self) -> String {
-        self.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+        self.path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
     }
 
     /// The size of a key.
@@ -72,7 +85,12 @@ impl PinnedMap {
 
     fn check_key(&self, key: &[u8]) -> Result<()> {
         if key.len() != self.key_size() {
-            return Err(Error::Invalid(format!("key of {} bytes for map {} (needs {})", key.len(), self.name(), self.key_size())));
+            return Err(Error::Invalid(format!(
+                "key of {} bytes for map {} (needs {})",
+                key.len(),
+                self.name(),
+                self.key_size()
+            )));
         }
         Ok(())
     }
@@ -86,11 +104,15 @@ impl PinnedMap {
         let flags = map_flags(flags)?;
         let what = || format!("reading {}[{}]", self.name(), hex(key));
         let value = if self.map.map_type().is_percpu() {
-            self.map.lookup_percpu(key, flags).map(|v| v.map(|cpus| cpus.concat()))
+            self.map
+                .lookup_percpu(key, flags)
+                .map(|v| v.map(|cpus| cpus.concat()))
         } else {
             self.map.lookup(key, flags)
         };
-        value.map_err(|err| Error::libbpf(what(), &err))?.ok_or_else(|| Error::errno(what(), libc::ENOENT))
+        value
+            .map_err(|err| Error::libbpf(what(), &err))?
+            .ok_or_else(|| Error::errno(what(), libc::ENOENT))
     }
 
     /// Writes `value` (every CPU's, for a per-CPU map) at `key`.
@@ -100,11 +122,19 @@ impl PinnedMap {
     pub fn update(&self, key: &[u8], value: &[u8], flags: u64) -> Result<()> {
         self.check_key(key)?;
         if value.len() != self.value_size() {
-            return Err(Error::Invalid(format!("value of {} bytes for map {} (needs {})", value.len(), self.name(), self.value_size())));
+            return Err(Error::Invalid(format!(
+                "value of {} bytes for map {} (needs {})",
+                value.len(),
+                self.name(),
+                self.value_size()
+            )));
         }
         let flags = map_flags(flags)?;
         let written = if self.map.map_type().is_percpu() {
-            let per_cpu: Vec<Vec<u8>> = value.chunks(self.map.value_size() as usize).map(<[u8]>::to_vec).collect();
+            let per_cpu: Vec<Vec<u8>> = value
+                .chunks(self.map.value_size() as usize)
+                .map(<[u8]>::to_vec)
+                .collect();
             self.map.update_percpu(key, &per_cpu, flags)
         } else {
             self.map.update(key, value, flags)
@@ -143,11 +173,18 @@ impl PinnedProgram {
     /// Nothing is pinned there, or it is no program.
     pub fn open(path: &Path) -> Result<Self> {
         if path.as_os_str().as_encoded_bytes().contains(&0) {
-            return Err(Error::Invalid(format!("program path {path:?} contains a NUL byte")));
+            return Err(Error::Invalid(format!(
+                "program path {path:?} contains a NUL byte"
+            )));
         }
-        let fd = libbpf_rs::Program::fd_from_pinned_path(path)
-            .map_err(|err| Error::libbpf(format!("opening pinned program {}", path.display()), &err))?;
-        let mut program = PinnedProgram { fd, path: path.to_owned(), xdp: false };
+        let fd = libbpf_rs::Program::fd_from_pinned_path(path).map_err(|err| {
+            Error::libbpf(format!("opening pinned program {}", path.display()), &err)
+        })?;
+        let mut program = PinnedProgram {
+            fd,
+            path: path.to_owned(),
+            xdp: false,
+        };
         program.xdp = program.info()?.type_ == libbpf_sys::BPF_PROG_TYPE_XDP;
         Ok(program)
     }
@@ -172,9 +209,14 @@ impl PinnedProgram {
         let mut len = std::mem::size_of_val(&info) as u32;
         // SAFETY: `info` is a bpf_prog_info of `len` bytes, with no pointers set for the kernel
         // to fill.
-        let rc = unsafe { libbpf_sys::bpf_prog_get_info_by_fd(self.fd.as_raw_fd(), &mut info, &mut len) };
+        let rc = unsafe {
+            libbpf_sys::bpf_prog_get_info_by_fd(self.fd.as_raw_fd(), &mut info, &mut len)
+        };
         if rc < 0 {
-            return Err(Error::errno(format!("reading the info of program {}", self.path.display()), -rc));
+            return Err(Error::errno(
+                format!("reading the info of program {}", self.path.display()),
+                -rc,
+            ));
         }
         Ok(info)
     }
@@ -196,7 +238,11 @@ impl PinnedProgram {
     /// # Errors
     /// The kernel refusing the run (an ifindex an XDP program cannot have, a frame too short).
     pub fn test_run(&self, frame: &[u8], ingress_ifindex: u32, repeat: u32) -> Result<TestRun> {
-        let mut ctx = if self.xdp { xdp_md(frame.len() as u32, ingress_ifindex) } else { sk_buff(ingress_ifindex) };
+        let mut ctx = if self.xdp {
+            xdp_md(frame.len() as u32, ingress_ifindex)
+        } else {
+            sk_buff(ingress_ifindex)
+        };
         let mut data_out = vec![0u8; frame.len() + DATA_OUT_HEADROOM];
         let mut opts = libbpf_sys::bpf_test_run_opts {
             sz: std::mem::size_of::<libbpf_sys::bpf_test_run_opts>() as _,
@@ -212,24 +258,35 @@ impl PinnedProgram {
         // SAFETY: every pointer in `opts` points into a live buffer of the size given beside it.
         let rc = unsafe { libbpf_sys::bpf_prog_test_run_opts(self.fd.as_raw_fd(), &mut opts) };
         if rc < 0 {
-            return Err(Error::errno(format!("test run of {}", self.path.display()), -rc));
+            return Err(Error::errno(
+                format!("test run of {}", self.path.display()),
+                -rc,
+            ));
         }
         data_out.truncate(opts.data_size_out as usize);
-        Ok(TestRun { retval: opts.retval, data: data_out, duration_ns: opts.duration })
+        Ok(TestRun {
+            retval: opts.retval,
+            data: data_out,
+            duration_ns: opts.duration,
+        })
     }
 }
 
 /// A `struct __sk_buff` test-run context: zero but for `ingress_ifindex`.
 fn sk_buff(ingress_ifindex: u32) -> Vec<u8> {
     let mut ctx = vec![0u8; SK_BUFF_SIZE];
-    ctx[SK_BUFF_INGRESS_IFINDEX..SK_BUFF_INGRESS_IFINDEX + 4].copy_from_slice(&ingress_ifindex.to_ne_bytes());
+    ctx[SK_BUFF_INGRESS_IFINDEX..SK_BUFF_INGRESS_IFINDEX + 4]
+        .copy_from_slice(&ingress_ifindex.to_ne_bytes());
     ctx
 }
 
 /// A `struct xdp_md` test-run context for a frame of `len` bytes: data, data_end, data_meta,
 /// ingress_ifindex, rx_queue_index, egress_ifindex.
 fn xdp_md(len: u32, ingress_ifindex: u32) -> Vec<u8> {
-    [0, len, 0, ingress_ifindex, 0, 0].iter().flat_map(|v: &u32| v.to_ne_bytes()).collect()
+    [0, len, 0, ingress_ifindex, 0, 0]
+        .iter()
+        .flat_map(|v: &u32| v.to_ne_bytes())
+        .collect()
 }
 
 /// Run-time statistics of every BPF program (`run_time_ns`, `run_cnt`), counted while this
@@ -253,7 +310,9 @@ impl RunTimeStats {
             return Err(Error::errno("enabling BPF run-time statistics", -fd));
         }
         // SAFETY: a new descriptor that nothing else owns.
-        Ok(RunTimeStats { _fd: unsafe { OwnedFd::from_raw_fd(fd) } })
+        Ok(RunTimeStats {
+            _fd: unsafe { OwnedFd::from_raw_fd(fd) },
+        })
     }
 }
 
@@ -276,7 +335,9 @@ mod tests {
     #[test]
     fn unknown_map_flags_are_refused_by_value() {
         assert_eq!(map_flags(4).unwrap(), MapFlags::LOCK);
-        let Err(Error::Invalid(message)) = map_flags(8) else { panic!("accepted") };
+        let Err(Error::Invalid(message)) = map_flags(8) else {
+            panic!("accepted")
+        };
         assert!(message.contains("0x8"), "{message}");
     }
 

@@ -9,13 +9,24 @@ use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
 
-create_exception!(frerlab._native, BpfError, PyOSError, "A BPF operation that failed; the message says which and why.");
+create_exception!(
+    frerlab._native,
+    BpfError,
+    PyOSError,
+    "A BPF operation that failed; the message says which and why."
+);
 
 fn to_py(err: Error) -> PyErr {
     match err {
         Error::Invalid(message) => PyValueError::new_err(message),
-        Error::Os { errno: Some(errno), message } => BpfError::new_err((errno, message)),
-        Error::Os { errno: None, message } => BpfError::new_err(message),
+        Error::Os {
+            errno: Some(errno),
+            message,
+        } => BpfError::new_err((errno, message)),
+        Error::Os {
+            errno: None,
+            message,
+        } => BpfError::new_err(message),
     }
 }
 
@@ -47,9 +58,15 @@ impl PyMap {
         if (map.key_size(), map.value_size()) != (key_size, value_size) {
             return Err(PyValueError::new_err(format!(
                 "map {} has {}-byte keys and {}-byte values, not {key_size} and {value_size}",
-                path.display(), map.key_size(), map.value_size())));
+                path.display(),
+                map.key_size(),
+                map.value_size()
+            )));
         }
-        Ok(PyMap { map: Some(map), path })
+        Ok(PyMap {
+            map: Some(map),
+            path,
+        })
     }
 
     /// Where the map is pinned.
@@ -66,7 +83,12 @@ impl PyMap {
 
     /// The value at `key`; `flags` BPF_F_LOCK reads it under its spin lock, so it is not torn.
     #[pyo3(signature = (key, flags = 0))]
-    fn lookup<'py>(&self, py: Python<'py>, key: &[u8], flags: u64) -> PyResult<Bound<'py, PyBytes>> {
+    fn lookup<'py>(
+        &self,
+        py: Python<'py>,
+        key: &[u8],
+        flags: u64,
+    ) -> PyResult<Bound<'py, PyBytes>> {
         let value = self.get()?.lookup(key, flags).map_err(to_py)?;
         Ok(PyBytes::new(py, &value))
     }
@@ -101,7 +123,9 @@ struct PyProgram {
 
 impl PyProgram {
     fn get(&self) -> PyResult<&pinned::PinnedProgram> {
-        self.program.as_ref().ok_or_else(|| closed("program", &self.path))
+        self.program
+            .as_ref()
+            .ok_or_else(|| closed("program", &self.path))
     }
 }
 
@@ -111,7 +135,10 @@ impl PyProgram {
     #[new]
     fn new(path: PathBuf) -> PyResult<Self> {
         let program = pinned::PinnedProgram::open(&path).map_err(to_py)?;
-        Ok(PyProgram { program: Some(program), path })
+        Ok(PyProgram {
+            program: Some(program),
+            path,
+        })
     }
 
     /// Where the program is pinned.
@@ -136,10 +163,17 @@ impl PyProgram {
     /// mean duration of one run in ns). The verdict is the tc one, or the XDP action; an XDP
     /// program's `ingress_ifindex` must be a device of the calling thread's namespace.
     #[pyo3(signature = (frame, ingress_ifindex = 0, repeat = 1))]
-    fn test_run<'py>(&self, py: Python<'py>, frame: &[u8], ingress_ifindex: u32,
-                     repeat: u32) -> PyResult<(u32, Bound<'py, PyBytes>, u32)> {
+    fn test_run<'py>(
+        &self,
+        py: Python<'py>,
+        frame: &[u8],
+        ingress_ifindex: u32,
+        repeat: u32,
+    ) -> PyResult<(u32, Bound<'py, PyBytes>, u32)> {
         let program = self.get()?;
-        let run = py.detach(|| program.test_run(frame, ingress_ifindex, repeat)).map_err(to_py)?;
+        let run = py
+            .detach(|| program.test_run(frame, ingress_ifindex, repeat))
+            .map_err(to_py)?;
         Ok((run.retval, PyBytes::new(py, &run.data), run.duration_ns))
     }
 
@@ -170,7 +204,9 @@ struct PyRunTimeStats {
 impl PyRunTimeStats {
     #[new]
     fn new() -> PyResult<Self> {
-        Ok(PyRunTimeStats { stats: Some(pinned::RunTimeStats::enable().map_err(to_py)?) })
+        Ok(PyRunTimeStats {
+            stats: Some(pinned::RunTimeStats::enable().map_err(to_py)?),
+        })
     }
 
     /// Switches the statistics off (as far as this descriptor keeps them on).
@@ -198,7 +234,13 @@ fn bpf_load_and_pin(obj: PathBuf, pin_dir: PathBuf, reuse: Option<PathBuf>) -> P
 
 /// Creates a map of type `kind` (libbpf's name, e.g. devmap_hash) pinned at `path`.
 #[pyfunction]
-fn bpf_create_map(path: PathBuf, kind: &str, key_size: u32, value_size: u32, entries: u32) -> PyResult<()> {
+fn bpf_create_map(
+    path: PathBuf,
+    kind: &str,
+    key_size: u32,
+    value_size: u32,
+    entries: u32,
+) -> PyResult<()> {
     object::create_map(&path, kind, key_size, value_size, entries).map_err(to_py)
 }
 
