@@ -3,7 +3,9 @@
 SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
-DEB_PACKAGES := clang llvm libbpf-dev bpftool iproute2 iputils-ping ethtool iperf3 sockperf netsniff-ng tcpdump tshark openssh-server chromium
+# libelf-dev, zlib1g-dev and pkg-config: libbpf-sys builds its vendored libbpf (the data plane's
+# loader, crates/bpf) against them; libbpf-dev: the headers the BPF C includes.
+DEB_PACKAGES := clang llvm libbpf-dev libelf-dev zlib1g-dev pkg-config iproute2 iputils-ping ethtool iperf3 sockperf netsniff-ng tcpdump tshark openssh-server chromium
 # One build at a time: parallel make runs (and parallel developers) share the .venv and target/.
 LOCK := flock /tmp/frerlab-build.lock
 

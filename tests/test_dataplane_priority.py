@@ -21,7 +21,7 @@ from conftest import NEEDS_BPF, ROOT
 
 from frerlab.dataplane import bpfsys, layout
 from frerlab.dataplane.config import parse_config
-from frerlab.dataplane.node import Node, add_clsact, attach_hook
+from frerlab.dataplane.node import Node
 from frerlab.netns import Namespaces
 
 pytestmark = NEEDS_BPF
@@ -114,8 +114,8 @@ class ClassCounter:
         bpfsys.load_and_pin(self.obj, pin_dir)
         self.stack.callback(bpfsys.unpin, pin_dir)
         if clsact:
-            add_clsact(netns, port)
-        attach_hook(netns, port, pin_dir / "count_classes", hook)
+            bpfsys.add_clsact(netns, port)
+        bpfsys.attach_tc(netns, port, pin_dir / "count_classes", hook)
         self.pins[f"{port}/{hook}"] = pin_dir
 
     def counts(self, where: str) -> dict[tuple[int, int], int]:

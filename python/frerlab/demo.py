@@ -6,7 +6,7 @@
    and the sequence recovery function (vector algorithm) passes the first copy of every number.
    Printed: what passed, what was eliminated, the clause-10 counters, and the check of the FRER
    promise: every frame that arrived on at least one path is delivered exactly once.
-2. The kernel (needs root, clang and bpftool; skipped with the reason otherwise): the
+2. The kernel (needs root, clang, tc and ip; skipped with the reason otherwise): the
    fail-operational test (`frerlab failover`) on the emulated testbed (talker - sw1 - paths a
    and b - sw2 - listener in namespaces), once with frerlab's eBPF FRER data plane and once as
    the control group on path a alone: a stream, path a cut and restored, then path b. Printed
@@ -126,7 +126,7 @@ def kernel_unavailable() -> str | None:
     """Why the kernel part cannot run here, or None."""
     if os.geteuid() != 0:
         return "needs root (network namespaces, BPF)"
-    missing = [tool for tool in ("clang", "bpftool", "tc", "ip") if shutil.which(tool) is None]
+    missing = [tool for tool in ("clang", "tc", "ip") if shutil.which(tool) is None]
     return f"not installed: {', '.join(missing)}" if missing else None
 
 

@@ -2,6 +2,7 @@
 //! registers its own classes and functions from its own file.
 use pyo3::prelude::*;
 
+mod bpf;
 mod frer;
 mod impair;
 mod sim;
@@ -9,6 +10,7 @@ mod traffic;
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    bpf::register(m)?;
     frer::register(m)?;
     impair::register(m)?;
     sim::register(m)?;

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from frerlab.dataplane import bpfsys, hooks, interfaces, layout
 from frerlab.dataplane.config import NodeConfig, NodePlan, parse_config
-from frerlab.dataplane.node import OBJECT, XDP_OBJECT, Node, detach, pin_path, possible_cpus
+from frerlab.dataplane.node import OBJECT, XDP_OBJECT, Node, pin_path, possible_cpus
 from frerlab import processes
 from frerlab.errors import UsageError
 from frerlab.frer import LatentErrorDetector
@@ -79,7 +79,7 @@ def probe(netns: str | None) -> None:
     missing and how to get it."""
     if os.geteuid() != 0:
         raise UsageError("the data plane needs root (BPF programs and tc filters)")
-    for tool, package in (("tc", "iproute2"), ("ip", "iproute2"), ("bpftool", "bpftool"), ("ethtool", "ethtool")):
+    for tool, package in (("ip", "iproute2"), ("ethtool", "ethtool")):
         if shutil.which(tool) is None:
             raise UsageError(f"{tool} is not installed (apt-get install {package})")
     for obj in (OBJECT, XDP_OBJECT):
@@ -90,15 +90,13 @@ def probe(netns: str | None) -> None:
                          "recovery maps needs CONFIG_DEBUG_INFO_BTF=y")
     if netns is not None and not netns_exists(netns):
         raise UsageError(f"network namespace {netns!r} does not exist (ip netns list shows those that do)")
-    # clsact and the BPF classifier: a tc filter on a dummy-free device, lo of a throwaway namespace
+    # the clsact qdisc, on a dummy-free device: lo of a throwaway namespace
     ns = f"frerlab-probe-{os.getpid()}"
     subprocess.run(["ip", "netns", "add", ns], check=True, capture_output=True)
     try:
-        result = subprocess.run(["tc", "-n", ns, "qdisc", "add", "dev", "lo", "clsact"],
-                                capture_output=True, text=True)
-        if result.returncode != 0:
-            raise UsageError("the kernel has no clsact qdisc (CONFIG_NET_SCH_INGRESS): "
-                             f"{result.stderr.strip()}")
+        bpfsys.add_clsact(ns, "lo")
+    except bpfsys.BpfError as err:
+        raise UsageError(f"the kernel has no clsact qdisc (CONFIG_NET_SCH_INGRESS): {err}") from None
     finally:
         subprocess.run(["ip", "netns", "del", ns], capture_output=True)
 
@@ -174,7 +172,7 @@ def down(name: str) -> bool:
         netns = state.get("netns")
         if netns is None or netns_exists(netns):
             for port in state.get("attached", []):
-                detach(netns, port)
+                bpfsys.detach(netns, port)
             interfaces.restore(netns, state.get("interfaces", {}))
     bpfsys.unpin(pins)
     for leftover in (path, latent_path(name), log_path(name)):

@@ -2,7 +2,8 @@
 /run/frerlab/bpf/<name>, configured through its maps, and attached with tc (clsact ingress
 and egress, direct action) to the node's ports inside its network namespace; with `xdp`, also
 bpf/frer_xdp.o on the same maps, whose XDP program takes the place of frer_ingress on the
-ports `attach` is told to run it on (native or generic XDP, through `ip link set`).
+ports `attach` is told to run it on (native or generic XDP). Loading and attaching go through
+frerlab's loader (frerlab.dataplane.bpfsys, on libbpf).
 
     with Node("sw1", netns="ns-sw1", ports=["to-talker", "path-a", "path-b"]) as sw1:
         sw1.add_stream(0, ingress=["to-talker"], generate=True, encode=True,
@@ -15,8 +16,7 @@ failure half-way; `remove_leftovers(name)` clears what a killed run left.
 
 from __future__ import annotations
 
-import json
-import subprocess
+import errno
 from pathlib import Path
 
 from frerlab.dataplane import bpfsys, layout
@@ -26,8 +26,6 @@ from frerlab.netns import entered
 
 OBJECT = Path(__file__).resolve().parents[3] / "bpf" / "build" / "frer.o"
 XDP_OBJECT = OBJECT.with_name("frer_xdp.o")
-#: XDP attach modes and the `ip link set` keyword of each.
-XDP_MODES = {"native": "xdpdrv", "generic": "xdpgeneric"}
 PIN_ROOT = bpfsys.BPFFS
 MAP_SIZES = {  # map name: (key size, value size), as in bpf/frer_common.h
     "settings": (4, layout.SETTINGS.size),
@@ -62,76 +60,6 @@ def open_maps(pin_dir: Path) -> dict[str, bpfsys.Map]:
     for name, value in PERCPU_MAPS.items():
         maps[name] = bpfsys.Map(pin_dir / "maps" / name, 4, value.size * possible_cpus())
     return maps
-
-
-def _run(argv: list[str]) -> str:
-    result = subprocess.run(argv, capture_output=True, text=True)
-    if result.returncode != 0:
-        raise bpfsys.BpfError(f"{' '.join(argv)} failed: {result.stderr.strip()}")
-    return result.stdout
-
-
-def tc_in(netns: str | None, *args: str) -> list[str]:
-    """A tc command run in `netns` (None: the current namespace) with tc's -n option."""
-    return ["tc", *(["-n", netns] if netns else []), *args]
-
-
-def add_clsact(netns: str | None, port: str) -> None:
-    """Adds a clsact qdisc to `port`; refuses a port that has one already (another data plane
-    or tc program is attached there)."""
-    result = subprocess.run(tc_in(netns, "qdisc", "add", "dev", port, "clsact"), capture_output=True, text=True)
-    if "xclusivity" in result.stderr or "File exists" in result.stderr:
-        raise bpfsys.BpfError(f"port {port} already has a clsact qdisc (another data plane or tc "
-                              f"program is attached); remove it first (frerlab dataplane down, or "
-                              f"tc qdisc del dev {port} clsact)")
-    if result.returncode != 0:
-        raise bpfsys.BpfError(f"adding a clsact qdisc to {port} failed: {result.stderr.strip()}")
-
-
-def attach_hook(netns: str | None, port: str, prog: Path, hook: str) -> None:
-    """Attaches pinned program `prog` to `port`'s clsact `hook` (ingress or egress), in
-    direct-action mode; the port's clsact qdisc must exist."""
-    _run(tc_in(netns, "filter", "add", "dev", port, hook, "bpf", "da", "pinned", str(prog)))
-
-
-def attach_ingress(netns: str | None, port: str, prog: Path) -> None:
-    """Attaches pinned program `prog` to `port`'s clsact ingress, in direct-action mode."""
-    add_clsact(netns, port)
-    try:
-        attach_hook(netns, port, prog, "ingress")
-    except bpfsys.BpfError:
-        detach(netns, port)
-        raise
-
-
-def ip_in(netns: str | None, *args: str) -> list[str]:
-    """An ip command run in `netns` (None: the current namespace)."""
-    return ["ip", *(["-n", netns] if netns else []), *args]
-
-
-def attach_xdp(netns: str | None, port: str, prog: Path, mode: str) -> None:
-    """Attaches pinned XDP program `prog` to `port` in `mode` (a key of XDP_MODES); refuses a
-    port that has an XDP program already."""
-    result = subprocess.run(ip_in(netns, "link", "set", "dev", port, XDP_MODES[mode], "pinned", str(prog)),
-                            capture_output=True, text=True)
-    if result.returncode != 0:
-        busy = " (it has an XDP program already: frerlab dataplane down, or ip link set dev " \
-               f"{port} xdp off)" if "busy" in result.stderr else ""
-        raise bpfsys.BpfError(f"attaching {mode} XDP to {port} failed{busy}: {result.stderr.strip()}")
-
-
-def detach(netns: str | None, port: str) -> None:
-    """Removes `port`'s clsact qdisc and every filter on it, and its XDP program in either
-    mode; quiet where they are gone already."""
-    subprocess.run(tc_in(netns, "qdisc", "del", "dev", port, "clsact"), capture_output=True)
-    for keyword in XDP_MODES.values():
-        subprocess.run(ip_in(netns, "link", "set", "dev", port, keyword, "off"), capture_output=True)
-
-
-def ifindex(netns: str | None, port: str) -> int:
-    """The interface index of `port` in `netns`."""
-    (link,) = json.loads(_run(ip_in(netns, "-j", "link", "show", "dev", port)))
-    return link["ifindex"]
 
 
 def pin_path(name: str) -> Path:
@@ -172,7 +100,7 @@ class Node:
         """The interface index of `port` in the node's namespace."""
         if port not in self.ports:
             raise ValueError(f"port {port!r} is not one of this node's ports ({', '.join(self.ports)})")
-        return ifindex(self.netns, port)
+        return bpfsys.ifindex(self.netns, port)
 
     def __enter__(self) -> Node:
         if self.pin_dir.exists():
@@ -271,10 +199,10 @@ class Node:
                 self.hooks[port] = f"xdp {self._attach_xdp(port, xdp[port])}"
                 if port not in egress:
                     continue
-            add_clsact(self.netns, port)
+            bpfsys.add_clsact(self.netns, port)
             for hook, ports in (("ingress", ingress), ("egress", egress)):
                 if port in ports and not (hook == "ingress" and port in xdp):
-                    attach_hook(self.netns, port, self.pin_dir / f"frer_{hook}", hook)
+                    bpfsys.attach_tc(self.netns, port, self.pin_dir / f"frer_{hook}", hook)
             self.hooks.setdefault(port, "tc")
 
     def _attach_xdp(self, port: str, mode: str) -> str:
@@ -283,12 +211,12 @@ class Node:
             raise ValueError(f"node {self.name} was loaded without XDP (Node(..., xdp=True))")
         prog = self.pin_dir / "xdp" / "frer_xdp"
         try:
-            attach_xdp(self.netns, port, prog, mode)
+            bpfsys.attach_xdp(self.netns, port, prog, mode)
         except bpfsys.BpfError as err:
-            if mode != "native" or "busy" in str(err):
+            if mode != "native" or err.errno == errno.EBUSY:
                 raise
             mode = "generic"
-            attach_xdp(self.netns, port, prog, mode)
+            bpfsys.attach_xdp(self.netns, port, prog, mode)
         return mode
 
     def recovery_state(self, stream: int, instance: int = 0) -> bytes:
@@ -327,7 +255,7 @@ class Node:
     def close(self) -> None:
         """Detaches and unpins everything; safe to call twice and after a failure."""
         for port in self.attached:
-            detach(self.netns, port)
+            bpfsys.detach(self.netns, port)
         self.attached.clear()
         self.hooks.clear()
         for m in self.maps.values():

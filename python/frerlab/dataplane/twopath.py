@@ -23,7 +23,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from frerlab.dataplane import bpfsys, layout
-from frerlab.dataplane.node import Node, attach_ingress, attach_xdp, detach, ifindex
+from frerlab.dataplane.bpfsys import attach_ingress, attach_xdp, detach, ifindex
+from frerlab.dataplane.node import Node
 from frerlab.netns import Namespaces, ip, link_info
 from frerlab.traffic.across import stream_across
 

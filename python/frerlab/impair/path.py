@@ -38,7 +38,8 @@ from pathlib import Path
 from typing import Any
 
 from frerlab.dataplane import bpfsys
-from frerlab.dataplane.node import attach_ingress, detach, ifindex, possible_cpus
+from frerlab.dataplane.bpfsys import attach_ingress, detach, ifindex
+from frerlab.dataplane.node import possible_cpus
 from frerlab import processes
 from frerlab.errors import ToolFailed, UsageError
 from frerlab.names import RUN_DIR

@@ -1,0 +1,349 @@
+//! Pinned maps and programs, opened by path: map elements read and written (with flags such as
+//! `BPF_F_LOCK`), a program run on a crafted frame (`BPF_PROG_TEST_RUN`) and its run-time
+//! statistics, and [`RunTimeStats`], which keeps those statistics counted while it lives.
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+
+use libbpf_rs::libbpf_sys;
+use libbpf_rs::{MapCore, MapFlags, MapHandle};
+
+use crate::{Error, Result};
+
+/// `struct __sk_buff` (linux/bpf.h): its size and the offset of `ingress_ifindex`.
+const SK_BUFF_SIZE: usize = 192;
+const SK_BUFF_INGRESS_IFINDEX: usize = 36;
+/// Room a test run's output frame has beyond the input (for tags a program pushes).
+const DATA_OUT_HEADROOM: usize = 256;
+
+fn map_flags(flags: u64) -> Result<MapFlags> {
+    MapFlags::from_bits(flags).ok_or_else(|| {
+        Error::Invalid(format!("map flags {flags:#x} are not valid (BPF_ANY 0, BPF_NOEXIST 1, BPF_EXIST 2, BPF_F_LOCK 4)"))
+    })
+}
+
+/// A map pinned in a BPF filesystem.
+#[derive(Debug)]
+pub struct PinnedMap {
+    map: MapHandle,
+    path: PathBuf,
+    cpus: usize,
+}
+
+impl PinnedMap {
+    /// Opens the map pinned at `path`.
+    ///
+    /// # Errors
+    /// Nothing is pinned there, or it is no map.
+    pub fn open(path: &Path) -> Result<Self> {
+        if path.as_os_str().as_encoded_bytes().contains(&0) {
+            return Err(Error::Invalid(format!(
+                "map path {path:?} contains a NUL byte"
+            )));
+        }
+        let map = MapHandle::from_pinned_path(path)
+            .map_err(|err| Error::libbpf(format!("opening pinned map {}", path.display()), &err))?;
+        let cpus = if map.map_type().is_percpu() {
+            libbpf_rs::num_possible_cpus().unwrap_or(1)
+        } else {
+            1
+        };
+        Ok(PinnedMap {
+            map,
+            path: path.to_owned(),
+            cpus,
+        })
+    }
+
+    /// Where it is pinned.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The map's name (its pin's file name).
+    fn name(&self) -> String {
+        self.path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    }
+
+    /// The size of a key.
+    pub fn key_size(&self) -> usize {
+        self.map.key_size() as usize
+    }
+
+    /// The size of a value as read and written here: for a per-CPU map, every possible CPU's
+    /// value one after another.
+    pub fn value_size(&self) -> usize {
+        self.map.value_size() as usize * self.cpus
+    }
+
+    /// The map's file descriptor (to put the map into a map of maps).
+    pub fn fd(&self) -> i32 {
+        self.map.as_fd().as_raw_fd()
+    }
+
+    fn check_key(&self, key: &[u8]) -> Result<()> {
+        if key.len() != self.key_size() {
+            return Err(Error::Invalid(format!(
+                "key of {} bytes for map {} (needs {})",
+                key.len(),
+                self.name(),
+                self.key_size()
+            )));
+        }
+        Ok(())
+    }
+
+    /// The value at `key`; `flags` `BPF_F_LOCK` reads it under its spin lock, so it is not torn.
+    ///
+    /// # Errors
+    /// A key of the wrong size, no element at `key`, or the kernel refusing the read.
+    pub fn lookup(&self, key: &[u8], flags: u64) -> Result<Vec<u8>> {
+        self.check_key(key)?;
+        let flags = map_flags(flags)?;
+        let what = || format!("reading {}[{}]", self.name(), hex(key));
+        let value = if self.map.map_type().is_percpu() {
+            self.map
+                .lookup_percpu(key, flags)
+                .map(|v| v.map(|cpus| cpus.concat()))
+        } else {
+            self.map.lookup(key, flags)
+        };
+        value
+            .map_err(|err| Error::libbpf(what(), &err))?
+            .ok_or_else(|| Error::errno(what(), libc::ENOENT))
+    }
+
+    /// Writes `value` (every CPU's, for a per-CPU map) at `key`.
+    ///
+    /// # Errors
+    /// A key or value of the wrong size, or the kernel refusing the write.
+    pub fn update(&self, key: &[u8], value: &[u8], flags: u64) -> Result<()> {
+        self.check_key(key)?;
+        if value.len() != self.value_size() {
+            return Err(Error::Invalid(format!(
+                "value of {} bytes for map {} (needs {})",
+                value.len(),
+                self.name(),
+                self.value_size()
+            )));
+        }
+        let flags = map_flags(flags)?;
+        let written = if self.map.map_type().is_percpu() {
+            let per_cpu: Vec<Vec<u8>> = value
+                .chunks(self.map.value_size() as usize)
+                .map(<[u8]>::to_vec)
+                .collect();
+            self.map.update_percpu(key, &per_cpu, flags)
+        } else {
+            self.map.update(key, value, flags)
+        };
+        written.map_err(|err| Error::libbpf(format!("writing {}[{}]", self.name(), hex(key)), &err))
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A program pinned in a BPF filesystem.
+#[derive(Debug)]
+pub struct PinnedProgram {
+    fd: OwnedFd,
+    path: PathBuf,
+    xdp: bool,
+}
+
+/// The outcome of a test run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TestRun {
+    /// The tc verdict, or the XDP action.
+    pub retval: u32,
+    /// The frame as the program left it.
+    pub data: Vec<u8>,
+    /// The mean time of one run, in nanoseconds, as the kernel measured it.
+    pub duration_ns: u32,
+}
+
+impl PinnedProgram {
+    /// Opens the program pinned at `path`.
+    ///
+    /// # Errors
+    /// Nothing is pinned there, or it is no program.
+    pub fn open(path: &Path) -> Result<Self> {
+        if path.as_os_str().as_encoded_bytes().contains(&0) {
+            return Err(Error::Invalid(format!(
+                "program path {path:?} contains a NUL byte"
+            )));
+        }
+        let fd = libbpf_rs::Program::fd_from_pinned_path(path).map_err(|err| {
+            Error::libbpf(format!("opening pinned program {}", path.display()), &err)
+        })?;
+        let mut program = PinnedProgram {
+            fd,
+            path: path.to_owned(),
+            xdp: false,
+        };
+        program.xdp = program.info()?.type_ == libbpf_sys::BPF_PROG_TYPE_XDP;
+        Ok(program)
+    }
+
+    /// Where it is pinned.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Whether it is an XDP program (else a tc one).
+    pub fn is_xdp(&self) -> bool {
+        self.xdp
+    }
+
+    /// The program's file descriptor.
+    pub fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+
+    fn info(&self) -> Result<libbpf_sys::bpf_prog_info> {
+        let mut info = libbpf_sys::bpf_prog_info::default();
+        let mut len = std::mem::size_of_val(&info) as u32;
+        // SAFETY: `info` is a bpf_prog_info of `len` bytes, with no pointers set for the kernel
+        // to fill.
+        let rc = unsafe {
+            libbpf_sys::bpf_prog_get_info_by_fd(self.fd.as_raw_fd(), &mut info, &mut len)
+        };
+        if rc < 0 {
+            return Err(Error::errno(
+                format!("reading the info of program {}", self.path.display()),
+                -rc,
+            ));
+        }
+        Ok(info)
+    }
+
+    /// (run_time_ns, run_cnt): the time the program has run and how many times, counted while
+    /// run-time statistics are on ([`RunTimeStats`]).
+    ///
+    /// # Errors
+    /// The kernel refusing the query.
+    pub fn run_stats(&self) -> Result<(u64, u64)> {
+        let info = self.info()?;
+        Ok((info.run_time_ns, info.run_cnt))
+    }
+
+    /// Runs the program on `frame` as if received on `ingress_ifindex`, `repeat` times in one
+    /// call (each run sees what the one before left). An XDP program's `ingress_ifindex` must
+    /// be a device of the calling thread's network namespace.
+    ///
+    /// # Errors
+    /// The kernel refusing the run (an ifindex an XDP program cannot have, a frame too short).
+    pub fn test_run(&self, frame: &[u8], ingress_ifindex: u32, repeat: u32) -> Result<TestRun> {
+        let mut ctx = if self.xdp {
+            xdp_md(frame.len() as u32, ingress_ifindex)
+        } else {
+            sk_buff(ingress_ifindex)
+        };
+        let mut data_out = vec![0u8; frame.len() + DATA_OUT_HEADROOM];
+        let mut opts = libbpf_sys::bpf_test_run_opts {
+            sz: std::mem::size_of::<libbpf_sys::bpf_test_run_opts>() as _,
+            data_in: frame.as_ptr().cast(),
+            data_size_in: frame.len() as u32,
+            data_out: data_out.as_mut_ptr().cast(),
+            data_size_out: data_out.len() as u32,
+            ctx_in: ctx.as_mut_ptr().cast(),
+            ctx_size_in: ctx.len() as u32,
+            repeat: repeat.max(1) as i32,
+            ..Default::default()
+        };
+        // SAFETY: every pointer in `opts` points into a live buffer of the size given beside it.
+        let rc = unsafe { libbpf_sys::bpf_prog_test_run_opts(self.fd.as_raw_fd(), &mut opts) };
+        if rc < 0 {
+            return Err(Error::errno(
+                format!("test run of {}", self.path.display()),
+                -rc,
+            ));
+        }
+        data_out.truncate(opts.data_size_out as usize);
+        Ok(TestRun {
+            retval: opts.retval,
+            data: data_out,
+            duration_ns: opts.duration,
+        })
+    }
+}
+
+/// A `struct __sk_buff` test-run context: zero but for `ingress_ifindex`.
+fn sk_buff(ingress_ifindex: u32) -> Vec<u8> {
+    let mut ctx = vec![0u8; SK_BUFF_SIZE];
+    ctx[SK_BUFF_INGRESS_IFINDEX..SK_BUFF_INGRESS_IFINDEX + 4]
+        .copy_from_slice(&ingress_ifindex.to_ne_bytes());
+    ctx
+}
+
+/// A `struct xdp_md` test-run context for a frame of `len` bytes: data, data_end, data_meta,
+/// ingress_ifindex, rx_queue_index, egress_ifindex.
+fn xdp_md(len: u32, ingress_ifindex: u32) -> Vec<u8> {
+    [0, len, 0, ingress_ifindex, 0, 0]
+        .iter()
+        .flat_map(|v: &u32| v.to_ne_bytes())
+        .collect()
+}
+
+/// Run-time statistics of every BPF program (`run_time_ns`, `run_cnt`), counted while this
+/// lives (`BPF_ENABLE_STATS`): the kernel stops when the last such descriptor is closed, also
+/// when the process dies, so the system is left as found (the sysctl
+/// kernel.bpf_stats_enabled is a separate switch, untouched).
+#[derive(Debug)]
+pub struct RunTimeStats {
+    _fd: OwnedFd,
+}
+
+impl RunTimeStats {
+    /// Switches the statistics on.
+    ///
+    /// # Errors
+    /// The kernel refusing (no root, or no BPF_ENABLE_STATS).
+    pub fn enable() -> Result<Self> {
+        // SAFETY: plain system call wrapper.
+        let fd = unsafe { libbpf_sys::bpf_enable_stats(libbpf_sys::BPF_STATS_RUN_TIME) };
+        if fd < 0 {
+            return Err(Error::errno("enabling BPF run-time statistics", -fd));
+        }
+        // SAFETY: a new descriptor that nothing else owns.
+        Ok(RunTimeStats {
+            _fd: unsafe { OwnedFd::from_raw_fd(fd) },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn contexts_put_the_ingress_ifindex_where_linux_bpf_h_has_it() {
+        let skb = sk_buff(0x0102_0304);
+        assert_eq!(skb.len(), SK_BUFF_SIZE);
+        assert_eq!(&skb[36..40], &0x0102_0304u32.to_ne_bytes());
+        assert!(skb[..36].iter().chain(&skb[40..]).all(|&b| b == 0));
+        let md = xdp_md(60, 7);
+        assert_eq!(md.len(), 24);
+        assert_eq!(&md[4..8], &60u32.to_ne_bytes());
+        assert_eq!(&md[12..16], &7u32.to_ne_bytes());
+    }
+
+    #[test]
+    fn unknown_map_flags_are_refused_by_value() {
+        assert_eq!(map_flags(4).unwrap(), MapFlags::LOCK);
+        let Err(Error::Invalid(message)) = map_flags(8) else {
+            panic!("accepted")
+        };
+        assert!(message.contains("0x8"), "{message}");
+    }
+
+    #[test]
+    fn a_path_with_nothing_pinned_is_named() {
+        let err = PinnedMap::open(Path::new("/nonexistent/pin/map")).unwrap_err();
+        assert!(err.to_string().contains("/nonexistent/pin/map"), "{err}");
+    }
+}

@@ -1,0 +1,180 @@
+"""frerlab's loader (crates/bpf through frerlab.dataplane.bpfsys): a program the verifier refuses
+is named with the verifier's words, a file that is no BPF object is named, nothing stays
+pinned after a failed load; a port that has a clsact qdisc is refused; a test run returns what
+the program does; and `dataplane down`, or a failure half-way through `up`, leaves no filter,
+no qdisc, no XDP program and no pins behind."""
+
+from __future__ import annotations
+
+import errno
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from conftest import NEEDS_BPF, ROOT
+
+from frerlab.dataplane import bpfsys, control
+from frerlab.dataplane.config import load_config, parse_config
+from frerlab.dataplane.node import PIN_ROOT, Node
+from frerlab.netns import Namespaces, entered, link_info
+
+pytestmark = NEEDS_BPF
+
+#: A verifier-refused tc program (reads the frame without a bounds check), and two that set
+#: the first byte of the frame to 0xab and give a verdict by its 13th byte.
+PROGRAMS_C = r"""
+#include <linux/bpf.h>
+#include <linux/pkt_cls.h>
+#include <bpf/bpf_helpers.h>
+
+SEC("tc")
+int unchecked_read(struct __sk_buff *skb)
+{
+	return *(__u8 *)(long)skb->data;
+}
+
+SEC("tc")
+int mark_tc(struct __sk_buff *skb)
+{
+	__u8 *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
+
+	if (data + 14 > end)
+		return TC_ACT_OK;
+	data[0] = 0xab;
+	return data[12] == 0x88 ? TC_ACT_SHOT : TC_ACT_OK;
+}
+
+SEC("xdp")
+int mark_xdp(struct xdp_md *ctx)
+{
+	__u8 *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
+
+	if (data + 14 > end)
+		return XDP_PASS;
+	data[0] = 0xab;
+	return data[12] == 0x88 ? XDP_DROP : XDP_PASS;
+}
+
+char _license[] SEC("license") = "GPL";
+"""
+
+
+def build(tmp_path: Path, source: str) -> Path:
+    c = tmp_path / "programs.c"
+    c.write_text(source)
+    arch_include = f"/usr/include/{os.uname().machine}-linux-gnu"
+    subprocess.run(["clang", "-O2", "-g", "-target", "bpf", "-mcpu=v3", f"-I{arch_include}", "-c", str(c),
+                    "-o", str(c.with_suffix(".o"))], check=True)
+    return c.with_suffix(".o")
+
+
+def prefix() -> str:
+    return f"frl{os.getpid()}x{time.monotonic_ns() % 100000}"
+
+
+def test_a_refused_program_is_named_with_the_verifier_s_words(tmp_path):
+    obj = build(tmp_path, PROGRAMS_C)
+    pin_dir = bpfsys.BPFFS / prefix()
+    with pytest.raises(bpfsys.BpfError) as refused:
+        bpfsys.load_and_pin(obj, pin_dir)
+    message = str(refused.value)
+    assert f"loading program unchecked_read of {obj} failed" in message
+    assert "invalid access to packet" in message  # the verifier's own words
+    assert not pin_dir.exists()
+
+
+def test_a_file_that_is_no_bpf_object_is_named(tmp_path):
+    bogus = tmp_path / "not-an-object.o"
+    bogus.write_bytes(b"\x7fELF but not really")
+    for obj in (bogus, tmp_path / "missing.o"):
+        with pytest.raises(bpfsys.BpfError, match=f"opening BPF object {obj}"):
+            bpfsys.load_and_pin(obj, bpfsys.BPFFS / prefix())
+
+
+def test_a_test_run_returns_what_the_program_does(tmp_path):
+    obj = build(tmp_path, PROGRAMS_C.replace("return *(__u8 *)(long)skb->data;", "return TC_ACT_OK;"))
+    pin_dir = bpfsys.BPFFS / prefix()
+    frame = bytes(12) + b"\x88\xf1" + bytes(46)
+    bpfsys.load_and_pin(obj, pin_dir)
+    try:
+        assert sorted(p.name for p in pin_dir.iterdir()) == ["maps", "mark_tc", "mark_xdp", "unchecked_read"]
+        with bpfsys.Program(pin_dir / "mark_tc") as tc:
+            assert not tc.xdp
+            verdict, out, duration_ns = tc.test_run(frame, repeat=10)
+            assert (verdict, out) == (2, b"\xab" + frame[1:])  # TC_ACT_SHOT
+            assert duration_ns >= 0
+            assert tc.test_run(bytes(14))[:2] == (0, b"\xab" + bytes(13))  # TC_ACT_OK
+        with Namespaces(prefix()) as net, bpfsys.Program(pin_dir / "mark_xdp") as xdp:
+            net.add("x")
+            with entered(net.ns["x"]):
+                verdict, out, _ = xdp.test_run(frame, ingress_ifindex=1)  # lo of that namespace
+            assert xdp.xdp and (verdict, out) == (1, b"\xab" + frame[1:])  # XDP_DROP
+    finally:
+        bpfsys.unpin(pin_dir)
+
+
+def test_a_port_with_a_clsact_qdisc_is_refused(tmp_path):
+    with Namespaces(prefix()) as net:
+        net.add("x")
+        ns = net.ns["x"]
+        subprocess.run(["tc", "-n", ns, "qdisc", "add", "dev", "lo", "clsact"], check=True)
+        with pytest.raises(bpfsys.BpfError, match="port lo in network namespace .* already has a clsact qdisc") as refused:
+            bpfsys.add_clsact(ns, "lo")
+        assert refused.value.errno == errno.EEXIST
+        with pytest.raises(bpfsys.BpfError, match="no interface nope in network namespace"):
+            bpfsys.add_clsact(ns, "nope")
+        bpfsys.detach(ns, "lo")
+        assert "clsact" not in net.run("x", "tc", "qdisc", "show", "dev", "lo")
+        bpfsys.detach(ns, "lo")  # quiet where it is gone
+
+
+def attachments(net: Namespaces, role: str, port: str) -> str:
+    """What is attached to `port`: its tc filters (either hook), qdiscs and XDP program."""
+    text = "".join(net.run(role, "tc", "filter", "show", "dev", port, hook) for hook in ("ingress", "egress"))
+    text += net.run(role, "tc", "qdisc", "show", "dev", port)
+    return text + (" xdp" if "xdp" in link_info(net.ns[role], port) else "")
+
+
+def test_down_and_a_failed_up_leave_nothing_attached_or_pinned():
+    with Namespaces(prefix()) as net:
+        cfg = parse_config({**load_config(ROOT / "configs" / "dataplane" / "sw1-replicate.yaml").model_dump(),
+                            "name": f"{net.prefix}-up"})
+        try:
+            down_and_failed_up(net, cfg)
+        finally:
+            control.down(cfg.name)
+
+
+def down_and_failed_up(net: Namespaces, cfg) -> None:
+    """The test's body, in namespaces of `net`: `up` of `cfg` and `down`, a node with XDP
+    closed, and an `up` that fails half-way."""
+    net.add("sw")
+    net.link("sw", "up", "sw", "pa")
+    net.link("sw", "pb", "sw", "x")
+    control.up(cfg, net.ns["sw"], monitor=False)
+    assert "frer_ingress" in attachments(net, "sw", "up") and (PIN_ROOT / cfg.name).exists()
+    control.down(cfg.name)
+    for port in ("up", "pa", "pb"):
+        assert not {"clsact", "bpf", "xdp"} & set(attachments(net, "sw", port).split())
+    assert not (PIN_ROOT / cfg.name).exists()
+
+    # XDP too: a node attached with XDP on one port and tc on another, then closed
+    with Node(f"{net.prefix}-xdp", net.ns["sw"], ["up", "pa"], xdp=True) as node:
+        node.attach(xdp={"up": "generic"})
+        assert node.hooks == {"up": "xdp generic", "pa": "tc"}
+        assert "xdp" in attachments(net, "sw", "up") and "frer_ingress" in attachments(net, "sw", "pa")
+        with pytest.raises(bpfsys.BpfError, match="has an XDP program already") as busy:
+            bpfsys.attach_xdp(net.ns["sw"], "up", node.pin_dir / "xdp" / "frer_xdp", "native")
+        assert busy.value.errno == errno.EBUSY
+    for port in ("up", "pa"):
+        assert not {"clsact", "bpf", "xdp"} & set(attachments(net, "sw", port).split())
+    assert not node.pin_dir.exists()
+
+    # a failure half-way: pa already has a clsact qdisc, so `up` stops after attaching `up`
+    net.run("sw", "tc", "qdisc", "add", "dev", "pa", "clsact")
+    with pytest.raises(bpfsys.BpfError, match="port pa in network namespace .* already has a clsact qdisc"):
+        control.up(cfg, net.ns["sw"], monitor=False)
+    assert not {"clsact", "bpf", "xdp"} & set(attachments(net, "sw", "up").split())
+    assert not (PIN_ROOT / cfg.name).exists() and cfg.name not in control.running_names()
