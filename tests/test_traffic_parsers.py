@@ -156,3 +156,13 @@ def test_command_lines_get_sizes_and_rates_right():
 def test_missing_tool_says_how_to_install_it():
     with pytest.raises(ToolMissing, match=r"install it with `apt-get install frl-pkg`"):
         Tool("frl-tool", "frl-no-such-program", "frl-pkg").require()
+
+
+def test_a_receiver_that_never_listens_fails_as_the_tool_failure_campaigns_catch():
+    # a campaign stores a unit whose tool failed (frerlab.errors.ToolFailed) and goes on; a
+    # receiver that never came up once raised a ToolFailed class of its own and ended the run
+    from frerlab.errors import ToolFailed
+    from frerlab.traffic.tools.base import wait_for_udp_port
+
+    with pytest.raises(ToolFailed, match="nothing listened on UDP port 5555"):
+        wait_for_udp_port(["unshare", "--net"], 5555, timeout_s=0.3)  # a new, empty network namespace

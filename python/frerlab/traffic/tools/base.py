@@ -9,16 +9,12 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from frerlab.errors import UsageError
+from frerlab.errors import ToolFailed, UsageError
 from frerlab.processes import end
 
 
 class ToolMissing(UsageError):
     """The tool is not installed; the message says how to install it."""
-
-
-class ToolFailed(RuntimeError):
-    """The tool ran but failed; the message carries its exit status and last output."""
 
 
 class ParseError(ValueError):
