@@ -17,6 +17,7 @@
 use crate::accounting::{StreamAccounting, StreamReport};
 use crate::frame::{MAX_FRAME, UDP_OVERHEAD, FCS_LEN};
 use crate::gaps::{GapReport, Gaps};
+use crate::histogram::{Histogram, Summary};
 use crate::packet;
 use crate::payload::{Kind, Probe};
 use crate::sys;
@@ -126,6 +127,10 @@ pub struct ReceiverReport {
     pub xdp_attach: Option<AttachMode>,
     /// Which stamps and clock the latency (`tx`, `rx`, `clock`) and the gaps come from.
     pub timestamps: Timestamps,
+    /// Per probe with a kernel receive stamp: the receiver's CLOCK_REALTIME when it handled the
+    /// frame's batch minus that stamp (ns): the error a latency timed in user space (as xdp
+    /// mode's) carries on the receive side.
+    pub read_after_rx_stamp_ns: Option<Summary>,
 }
 
 /// Where frames come from.
@@ -154,6 +159,7 @@ pub struct Receiver {
     ignored: u64,
     socket_drops: Option<u32>,
     untimestamped: u64,
+    read_after_rx_stamp: Histogram,
     start_ns: u64,
     start_realtime_ns: u64,
     all_ended_at_ns: Option<u64>,
@@ -254,6 +260,7 @@ impl Receiver {
             ignored: 0,
             socket_drops: None,
             untimestamped: 0,
+            read_after_rx_stamp: Histogram::new(),
             start_ns: sys::monotonic_ns(),
             start_realtime_ns: sys::realtime_ns(),
             all_ended_at_ns: None,
@@ -290,8 +297,9 @@ impl Receiver {
             let n = match &mut self.input {
                 Input::Socket(fd) => {
                     let n = self.batch.receive(fd)?;
+                    let read_ns = sys::realtime_ns();
                     for i in 0..n {
-                        self.take(i);
+                        self.take(i, read_ns);
                     }
                     n
                 }
@@ -316,8 +324,11 @@ impl Receiver {
         }
     }
 
-    fn take(&mut self, i: usize) {
+    fn take(&mut self, i: usize, read_ns: u64) {
         let (meta, bytes) = self.batch.message(i);
+        if let Some(stamp) = meta.time_ns {
+            self.read_after_rx_stamp.record(read_ns.saturating_sub(stamp));
+        }
         if let Some(d) = meta.drops {
             self.socket_drops = Some(d);
         }
@@ -403,6 +414,7 @@ impl Receiver {
             xsk_bind,
             xdp_attach,
             timestamps: self.timestamps.clone(),
+            read_after_rx_stamp_ns: self.read_after_rx_stamp.summary(),
             untimestamped: self.untimestamped,
             start_realtime_ns: self.start_realtime_ns,
             elapsed_s: (end - self.start_ns) as f64 / 1e9,

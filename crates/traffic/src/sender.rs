@@ -16,6 +16,7 @@
 
 use crate::frame::{FrameSize, Rate, FCS_LEN};
 use crate::gaps::{GapReport, Gaps};
+use crate::histogram::{Histogram, Summary};
 use crate::pacing::{Pattern, Schedule};
 use crate::packet::{self, Addresses};
 use crate::payload::{Kind, Probe, PROBE_LEN};
@@ -192,6 +193,10 @@ pub struct SenderReport {
     pub timestamps: Timestamps,
     /// Per-frame TX stamps read back from the socket (0 when send-call times are used).
     pub tx_stamps: u64,
+    /// Per frame with a software TX stamp: the stamp minus the send time in its probe (ns),
+    /// how much later the kernel took the frame than the payload stamp says: the error a
+    /// latency computed from the payload stamp carries on the send side.
+    pub tx_stamp_after_payload_ns: Option<Summary>,
     /// Distribution of the gaps between frames as sent, against 1 / requested rate (paced)
     /// or the mean gap (unpaced); `None` before two frames.
     pub gaps: Option<GapReport>,
@@ -205,7 +210,13 @@ struct TxStamping {
     next_id: u32,
     received: u64,
     stamps: Vec<TxStamp>,
+    /// Send times in the probes by stamp number (modulo its length).
+    payload_ns: Vec<u64>,
+    after_payload: Histogram,
 }
+
+/// Send times kept for matching TX stamps (frames sent but not yet stamped, at most).
+const PAYLOAD_TIMES: usize = 1 << 16;
 
 /// A running generator.
 pub struct Sender {
@@ -451,6 +462,11 @@ impl Sender {
             let at = i * self.frame_len + self.payload_at;
             Probe::emit_seq_time(&mut self.buffers[at..at + PROBE_LEN], seq, now);
         }
+        if let Some(stamping) = &mut self.tx_stamping {
+            for id in self.frames_sent..self.frames_sent + seqs.len() as u64 {
+                stamping.payload_ns[id as usize % PAYLOAD_TIMES] = now;
+            }
+        }
         self.send_all(seqs.len())?;
         self.frames_sent += seqs.len() as u64;
         if self.tx_stamping.is_some() {
@@ -478,6 +494,10 @@ impl Sender {
                     self.gaps.restart();
                 }
                 self.gaps.record(stamp.time_ns);
+                if stamping.source == Source::Software {
+                    let payload = stamping.payload_ns[stamp.id as usize % PAYLOAD_TIMES];
+                    stamping.after_payload.record(stamp.time_ns.saturating_sub(payload));
+                }
                 stamping.next_id = stamp.id.wrapping_add(1);
                 stamping.received += 1;
                 read += 1;
@@ -602,6 +622,7 @@ impl Sender {
             },
             timestamps: self.timestamps.clone(),
             tx_stamps: self.tx_stamping.as_ref().map_or(0, |s| s.received),
+            tx_stamp_after_payload_ns: self.tx_stamping.as_ref().and_then(|s| s.after_payload.summary()),
             gaps: self.gaps.report(self.requested_fps.map(|f| 1e9 / f)),
         }
     }
@@ -671,7 +692,16 @@ fn open_tx_stamping(config: &SenderConfig, output: &Output, paced: bool, gso: bo
     }
     let clock = capability.map_or("CLOCK_REALTIME".into(), |c| c.clock_of(source));
     timestamps = Timestamps { tx: source, clock: clock.clone(), gaps: source, gaps_clock: clock, ..timestamps };
-    Ok((Some(TxStamping { source, _hardware: hardware, next_id: 0, received: 0, stamps: Vec::with_capacity(sys::MAX_BATCH) }), timestamps))
+    let stamping = TxStamping {
+        source,
+        _hardware: hardware,
+        next_id: 0,
+        received: 0,
+        stamps: Vec::with_capacity(sys::MAX_BATCH),
+        payload_ns: vec![0; PAYLOAD_TIMES],
+        after_payload: Histogram::new(),
+    };
+    Ok((Some(stamping), timestamps))
 }
 
 /// Sleeps until shortly before `target_ns` (CLOCK_MONOTONIC), then spins to it.
