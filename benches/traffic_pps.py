@@ -19,11 +19,13 @@ packet (see docs/traffic.md). Prints medians and ratios.
 A second part (`--part modes`) compares frerlab's own send/receive modes end to end with full
 accounting, at 64 and 1518 bytes: `--mode udp` (sendmmsg -> recvmmsg, no GRO), `--mode raw`
 (AF_PACKET sendmmsg -> AF_PACKET) and `--mode xdp` (AF_XDP TX ring -> XDP program -> AF_XDP RX
-ring), each unpaced for the window. Figures per mode: frames/s the sender handed over, the same
-per core (divided by the sender process's CPU utilisation: user + system time over wall time,
-which includes the kernel work its sends cause on a veth), and frames/s the receiver accounted
-(unique sequence numbers over first-to-last arrival), with the loss it counted. Ratios:
-xdp / udp and xdp / raw.
+ring), each unpaced for the window, beside the bare sendmmsg loop of the same frame size
+(`bare`: no probes, so the UDP receiver reads and counts its datagrams without accounting
+them). Figures per mode: frames/s the sender handed over, the same per core (divided by the
+sender process's CPU utilisation: user + system time over wall time, which includes the kernel
+work its sends cause on a veth), and frames/s the receiver accounted (unique sequence numbers
+over first-to-last arrival; bare: datagrams read over the sender's time), with the loss it
+counted. Ratios: xdp / udp, xdp / raw and xdp / bare, udp / bare.
 
 Run (root): `.venv/bin/python benches/traffic_pps.py [--part kernel|modes|all] [--window 3] [--rounds 5]
 [--json FILE]`
@@ -136,8 +138,28 @@ def measure_end_to_end(pair: NetPair, window: float) -> tuple[float, float]:
     return stream["unique"] / span, stream["lost"] / span
 
 
-MODES = ("udp", "raw", "xdp")
+MODES = ("bare", "udp", "raw", "xdp")
 MODE_FRAMES = (64, 1518)
+
+
+def measure_bare(pair: NetPair, bare: Path, frame: int, window: float) -> dict[str, float]:
+    """The bare sendmmsg loop for `window` seconds with `frame`-byte frames into frerlab's UDP
+    receiver (no GRO), which reads and counts every datagram (`ignored`: not probes)."""
+    with tempfile.TemporaryDirectory(prefix="frl-bench-") as tmp:
+        recv_path = Path(tmp) / "recv.json"
+        with Background(pair.cmd("b", [*CLI, "gen", "recv", "--port", str(PORT), "--no-gro", "--duration",
+                                       f"{window + 3:g}", "--output", str(recv_path)])) as rx:
+            wait_for_udp_port(pair.cmd("b", []), PORT)
+            done = subprocess.run(pair.cmd("a", [str(bare), pair.b_ip, str(PORT), f"{window:g}", "32", str(frame)]),
+                                  check=True, capture_output=True, text=True)
+            rx.process.wait(timeout=window + 40)
+        received = json.loads(recv_path.read_text())["ignored"]
+    sent = json.loads(done.stdout)
+    elapsed = sent["elapsed_s"]
+    return {"sent_per_s": sent["frames_sent"] / elapsed, "sent_per_s_per_core": sent["frames_sent"] / sent["cpu_s"],
+            "sender_cpu": sent["cpu_s"] / elapsed, "accounted_per_s": received / elapsed,
+            "lost_per_s": max(0, sent["frames_sent"] - received) / elapsed,
+            "lost_fraction": max(0, sent["frames_sent"] - received) / sent["frames_sent"]}
 
 
 def measure_mode(pair: NetPair, mode: str, frame: int, window: float) -> dict[str, float]:
@@ -173,19 +195,23 @@ def run_modes(window: float, rounds: int) -> dict:
     and xdp's ratios to the socket modes."""
     trials: dict[str, list[dict[str, float]]] = {}
     names = [(frame, mode) for frame in MODE_FRAMES for mode in MODES]
+    bare = build_bare_loop()
     with NetPair() as pair:
         for round_index in range(rounds):
             shift = round_index % len(names)
             for frame, mode in names[shift:] + names[:shift]:
-                trial = measure_mode(pair, mode, frame, window)
+                if mode == "bare":
+                    trial = measure_bare(pair, bare, frame, window)
+                else:
+                    trial = measure_mode(pair, mode, frame, window)
                 trials.setdefault(f"{mode} {frame}B", []).append(trial)
                 print(f"round {round_index + 1} {mode:4s} {frame:5d} B {trial['sent_per_s']:12,.0f} sent/s "
                       f"{trial['sent_per_s_per_core']:12,.0f} sent/s/core {trial['accounted_per_s']:12,.0f} accounted/s "
                       f"{trial['lost_fraction']:8.3%} lost", file=sys.stderr)
     medians = {name: {key: statistics.median(t[key] for t in runs) for key in runs[0]} for name, runs in trials.items()}
     ratios = {
-        f"xdp / {other} {frame}B {key}": medians[f"xdp {frame}B"][key] / medians[f"{other} {frame}B"][key]
-        for frame in MODE_FRAMES for other in ("udp", "raw")
+        f"{ours} / {other} {frame}B {key}": medians[f"{ours} {frame}B"][key] / medians[f"{other} {frame}B"][key]
+        for frame in MODE_FRAMES for ours, other in (("xdp", "udp"), ("xdp", "raw"), ("xdp", "bare"), ("udp", "bare"))
         for key in ("sent_per_s", "sent_per_s_per_core", "accounted_per_s")
     }
     print(f"frerlab gen send -> recv per mode across a veth pair, median of {rounds} interleaved {window:g} s trials:")

@@ -149,6 +149,7 @@ fn input_socket(name: &str, index: i32) -> io::Result<OwnedFd> {
     sys::enable_vnet_header(&fd)?;
     sys::enable_auxdata(&fd)?;
     sys::set_buffers(&fd, SOCKET_BUFFER);
+    sys::enable_receive_timestamps(&fd)?;
     sys::prepare_receive(&fd, Duration::from_secs(1))?;
     sys::set_nonblocking(&fd)?;
     Ok(fd)

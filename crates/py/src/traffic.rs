@@ -2,6 +2,7 @@
 //! releases the GIL, configured and reported in JSON (the Python side owns the record types).
 use frerlab_traffic::receiver::Receiver;
 use frerlab_traffic::sender::Sender;
+use frerlab_traffic::timestamping::Capability;
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use std::io;
@@ -68,9 +69,25 @@ impl TrafficReceiver {
     }
 }
 
+/// What interface `name` can timestamp (ETHTOOL_GET_TS_INFO, as `ethtool -T`) and the stamps a
+/// sender and a receiver on it use, as JSON (`frerlab_traffic::timestamping::Decision`).
+#[pyfunction]
+fn timestamp_capability(name: &str) -> PyResult<String> {
+    Ok(Capability::of_interface(name).map_err(to_py)?.decision().to_json())
+}
+
+/// The same decision for a capability given as JSON (`so_timestamping`, `phc_index`,
+/// `tx_types`, `rx_filters`), e.g. a real interface's with bits changed.
+#[pyfunction]
+fn timestamp_decision(capability_json: &str) -> PyResult<String> {
+    Ok(Capability::from_json(capability_json).map_err(to_py)?.decision().to_json())
+}
+
 /// Adds this area's classes and functions to the extension module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<TrafficSender>()?;
     m.add_class::<TrafficReceiver>()?;
+    m.add_function(wrap_pyfunction!(timestamp_capability, m)?)?;
+    m.add_function(wrap_pyfunction!(timestamp_decision, m)?)?;
     Ok(())
 }

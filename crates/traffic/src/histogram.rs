@@ -112,6 +112,15 @@ impl Histogram {
         Some(self.max)
     }
 
+    /// How many recorded values lie below `value`: exact below 1024, otherwise counting the
+    /// bucket of `value` as not below (so within the bucket precision, 0.1 %).
+    pub fn count_below(&self, value: u64) -> u64 {
+        if value > self.max {
+            return self.count;
+        }
+        self.counts.iter().take(Self::index(value)).sum()
+    }
+
     /// Count, extremes, mean, standard deviation and [`PERCENTILES`]; `None` if empty.
     pub fn summary(&self) -> Option<Summary> {
         if self.count == 0 {
@@ -172,6 +181,16 @@ mod tests {
         assert!((9980..=10_000).contains(&p999), "p99.9 {p999}");
         assert_eq!(h.percentile(100.0), Some(10_000));
         assert_eq!(h.percentile(0.0), Some(1));
+    }
+
+    #[test]
+    fn count_below_is_exact_low_and_within_a_bucket_high() {
+        let mut h = Histogram::new();
+        for v in [10u64, 500, 1000, 5000, 20_000] {
+            h.record(v);
+        }
+        assert_eq!((h.count_below(0), h.count_below(10), h.count_below(11), h.count_below(1000)), (0, 0, 1, 2));
+        assert_eq!((h.count_below(5000), h.count_below(5010), h.count_below(20_001)), (3, 4, 5));
     }
 
     #[test]

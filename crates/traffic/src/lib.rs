@@ -5,13 +5,16 @@
 //! - [`payload`]: the probe every frame carries (stream id, 64-bit sequence number, send time);
 //! - [`histogram`], [`accounting`]: loss / duplicate / reorder / latency accounting of one
 //!   stream, with no I/O (reused by the simulator's sinks);
-//! - [`pacing`]: due times for constant, bursty and Poisson traffic;
+//! - [`pacing`]: due times for constant, bursty and Poisson traffic; [`gaps`]: how evenly
+//!   frames really went and came (inter-frame gap distribution);
+//! - [`timestamping`]: which stamps (hardware, kernel software, payload) and clock a run uses;
 //! - [`packet`], [`sys`]: frame headers for raw mode, and the Linux socket calls;
 //! - [`xsk`], [`xdp_redirect`]: AF_XDP sockets and the receiver's XDP program (xdp mode);
 //! - [`sender`], [`receiver`]: the generator and the receiver.
 
 pub mod accounting;
 pub mod frame;
+pub mod gaps;
 pub mod histogram;
 pub mod packet;
 pub mod pacing;
@@ -19,5 +22,6 @@ pub mod payload;
 pub mod receiver;
 pub mod sender;
 pub mod sys;
+pub mod timestamping;
 pub mod xdp_redirect;
 pub mod xsk;

@@ -1,8 +1,14 @@
 //! The receiver: takes probe frames from a UDP socket (`recvmmsg`) or an AF_PACKET socket,
-//! timestamps each in the kernel (`SO_TIMESTAMPNS`, CLOCK_REALTIME) and feeds the
-//! per-stream [`StreamAccounting`]; or, in xdp mode, takes them off an AF_XDP socket's RX ring
-//! (an XDP program redirects the probe port's frames there), timed in user space as the ring
-//! is read, since AF_XDP carries no kernel timestamp.
+//! timestamps each in the kernel (`SO_TIMESTAMPING` software receive stamps, CLOCK_REALTIME)
+//! and feeds the per-stream [`StreamAccounting`]; or, in xdp mode, takes them off an AF_XDP
+//! socket's RX ring (an XDP program redirects the probe port's frames there), timed in user
+//! space as the ring is read, since AF_XDP carries no kernel timestamp.
+//!
+//! Latency is always computed from one consistent pair on one clock: the probe's send time
+//! (the sender's CLOCK_REALTIME) and the CLOCK_REALTIME receive stamp. Where the interface has
+//! hardware receive stamps (ethtool), they are asked for too and time the inter-arrival gaps
+//! (both ends of a gap on the NIC's clock); they are never paired with the probe's send time,
+//! which is on another clock. The report's `timestamps` says which stamps were used.
 //!
 //! Work is done in [`Receiver::step`] slices so a caller can check for Ctrl-C between them.
 //! The run ends after `duration_s`, `linger_s` after every stream seen has sent its
@@ -10,9 +16,12 @@
 
 use crate::accounting::{StreamAccounting, StreamReport};
 use crate::frame::{MAX_FRAME, UDP_OVERHEAD, FCS_LEN};
+use crate::gaps::{GapReport, Gaps};
+use crate::histogram::{Histogram, Summary};
 use crate::packet;
 use crate::payload::{Kind, Probe};
 use crate::sys;
+use crate::timestamping::{self, Capability, HardwareStamping, Source, Timestamps};
 use crate::xdp_redirect::{AttachMode, Redirect};
 use crate::xsk::{BindMode, XskSocket};
 use serde::{Deserialize, Serialize};
@@ -88,6 +97,9 @@ pub struct StreamResult {
     /// Accounting results.
     #[serde(flatten)]
     pub report: StreamReport,
+    /// Distribution of the gaps between data arrivals (duplicates included), against their
+    /// mean (the achieved rate); `None` before two arrivals.
+    pub gaps: Option<GapReport>,
 }
 
 /// What the receiver measured.
@@ -113,6 +125,12 @@ pub struct ReceiverReport {
     pub xsk_bind: Option<BindMode>,
     /// xdp mode: how the redirecting XDP program was attached.
     pub xdp_attach: Option<AttachMode>,
+    /// Which stamps and clock the latency (`tx`, `rx`, `clock`) and the gaps come from.
+    pub timestamps: Timestamps,
+    /// Per probe with a kernel receive stamp: the receiver's CLOCK_REALTIME when it handled the
+    /// frame's batch minus that stamp (ns): the error a latency timed in user space (as xdp
+    /// mode's) carries on the receive side.
+    pub read_after_rx_stamp_ns: Option<Summary>,
 }
 
 /// Where frames come from.
@@ -124,6 +142,7 @@ enum Input {
 
 struct Stream {
     accounting: StreamAccounting,
+    gaps: Gaps,
     frame_size_min: u32,
     frame_size_max: u32,
 }
@@ -132,11 +151,15 @@ struct Stream {
 pub struct Receiver {
     config: ReceiverConfig,
     input: Input,
+    timestamps: Timestamps,
+    /// Keeps the interface's hardware receive stamping on while listening.
+    _hardware: Option<HardwareStamping>,
     batch: sys::RecvBatch,
     streams: BTreeMap<u16, Stream>,
     ignored: u64,
     socket_drops: Option<u32>,
     untimestamped: u64,
+    read_after_rx_stamp: Histogram,
     start_ns: u64,
     start_realtime_ns: u64,
     all_ended_at_ns: Option<u64>,
@@ -196,9 +219,23 @@ impl Receiver {
                 let xsk = XskSocket::open(index, 0, true)?;
                 redirect.insert(0, xsk.fd())?;
                 redirect.attach(index, name)?;
-                return Ok(Receiver::with_input(config, Input::Xsk(Box::new(xsk), redirect), 0));
+                let capability = Capability::of_interface(name).ok();
+                let userspace = Timestamps {
+                    tx: Source::Payload,
+                    rx: Some(Source::Userspace),
+                    clock: "CLOCK_REALTIME".into(),
+                    gaps: Source::Userspace,
+                    gaps_clock: "CLOCK_REALTIME".into(),
+                    interface: Some(name.into()),
+                    hardware: format!(
+                        "{}; AF_XDP gives no receive stamp: frames are timed when the RX ring is read",
+                        timestamping::hardware_statement(Some(name), capability.as_ref(), false)
+                    ),
+                };
+                return Ok(Receiver::with_input(config, Input::Xsk(Box::new(xsk), redirect), 0, userspace, None));
             }
         };
+        let (timestamps, hardware) = open_rx_stamping(&config, &socket)?;
         let gro = config.gro && config.mode == Mode::Udp && sys::enable_udp_gro(&socket).is_ok();
         let capacity = match config.mode {
             Mode::Udp if gro => COALESCED_MAX,
@@ -207,18 +244,23 @@ impl Receiver {
         };
         sys::set_buffers(&socket, 32 << 20);
         sys::prepare_receive(&socket, Duration::from_millis(20))?;
-        Ok(Receiver::with_input(config, Input::Socket(socket), capacity))
+        Ok(Receiver::with_input(config, Input::Socket(socket), capacity, timestamps, hardware))
     }
 
-    fn with_input(config: ReceiverConfig, input: Input, capacity: usize) -> Receiver {
+    fn with_input(
+        config: ReceiverConfig, input: Input, capacity: usize, timestamps: Timestamps, hardware: Option<HardwareStamping>,
+    ) -> Receiver {
         Receiver {
             config,
             input,
+            timestamps,
+            _hardware: hardware,
             batch: sys::RecvBatch::new(capacity),
             streams: BTreeMap::new(),
             ignored: 0,
             socket_drops: None,
             untimestamped: 0,
+            read_after_rx_stamp: Histogram::new(),
             start_ns: sys::monotonic_ns(),
             start_realtime_ns: sys::realtime_ns(),
             all_ended_at_ns: None,
@@ -255,8 +297,9 @@ impl Receiver {
             let n = match &mut self.input {
                 Input::Socket(fd) => {
                     let n = self.batch.receive(fd)?;
+                    let read_ns = sys::realtime_ns();
                     for i in 0..n {
-                        self.take(i);
+                        self.take(i, read_ns);
                     }
                     n
                 }
@@ -268,7 +311,7 @@ impl Receiver {
                     self.untimestamped += n as u64;
                     for probe in probes {
                         match probe {
-                            Some((probe, frame_size)) => self.account(probe, frame_size, recv_ns),
+                            Some((probe, frame_size)) => self.account(probe, frame_size, recv_ns, recv_ns),
                             None => self.ignored += 1,
                         }
                     }
@@ -281,8 +324,11 @@ impl Receiver {
         }
     }
 
-    fn take(&mut self, i: usize) {
+    fn take(&mut self, i: usize, read_ns: u64) {
         let (meta, bytes) = self.batch.message(i);
+        if let Some(stamp) = meta.time_ns {
+            self.read_after_rx_stamp.record(read_ns.saturating_sub(stamp));
+        }
         if let Some(d) = meta.drops {
             self.socket_drops = Some(d);
         }
@@ -290,6 +336,7 @@ impl Receiver {
             self.untimestamped += 1;
             sys::realtime_ns()
         });
+        let gap_ns = if self.timestamps.gaps == Source::Hardware { meta.hw_time_ns } else { Some(recv_ns) };
         let mut probes = [None; sys::MAX_GSO_SEGMENTS];
         let found = match self.config.mode {
             Mode::Udp => split_probes(bytes, meta.segment, &mut probes),
@@ -297,13 +344,29 @@ impl Receiver {
         };
         for probe in probes.iter().take(found) {
             match *probe {
-                Some((probe, frame_size)) => self.account(probe, frame_size, recv_ns),
+                Some((probe, frame_size)) => self.account_stamped(probe, frame_size, recv_ns, gap_ns),
                 None => self.ignored += 1,
             }
         }
     }
 
-    fn account(&mut self, probe: Probe, frame_size: u32, recv_ns: u64) {
+    /// As [`Receiver::account`], for a frame whose gap stamp may be missing (a hardware stamp
+    /// the NIC did not take: the run of gaps restarts after it).
+    fn account_stamped(&mut self, probe: Probe, frame_size: u32, recv_ns: u64, gap_ns: Option<u64>) {
+        match gap_ns {
+            Some(gap_ns) => self.account(probe, frame_size, recv_ns, gap_ns),
+            None => {
+                self.account(probe, frame_size, recv_ns, 0);
+                if let Some(stream) = self.streams.get_mut(&probe.stream_id) {
+                    stream.gaps.restart();
+                }
+            }
+        }
+    }
+
+    /// Accounts one probe received at `recv_ns` (CLOCK_REALTIME, the latency's clock), and a
+    /// data frame's arrival at `gap_ns` on the gaps' clock.
+    fn account(&mut self, probe: Probe, frame_size: u32, recv_ns: u64, gap_ns: u64) {
         let interval_ns = (self.config.interval_s * 1e9) as u64;
         let bin_frames = self.config.interval_frames;
         let stream = self.streams.entry(probe.stream_id).or_insert_with(|| {
@@ -315,6 +378,7 @@ impl Receiver {
                 },
                 frame_size_min: u32::MAX,
                 frame_size_max: 0,
+                gaps: Gaps::new(),
             }
         });
         match probe.kind {
@@ -323,6 +387,7 @@ impl Receiver {
                 stream.frame_size_max = stream.frame_size_max.max(frame_size);
                 let send_ns = probe.send_time_ns(recv_ns).max(0) as u64;
                 stream.accounting.record(probe.seq, send_ns, recv_ns);
+                stream.gaps.record(gap_ns);
             }
             Kind::End => {
                 stream.accounting.record_end(probe.seq, recv_ns);
@@ -348,6 +413,8 @@ impl Receiver {
             socket_drops,
             xsk_bind,
             xdp_attach,
+            timestamps: self.timestamps.clone(),
+            read_after_rx_stamp_ns: self.read_after_rx_stamp.summary(),
             untimestamped: self.untimestamped,
             start_realtime_ns: self.start_realtime_ns,
             elapsed_s: (end - self.start_ns) as f64 / 1e9,
@@ -359,10 +426,56 @@ impl Receiver {
                     frame_size_min: if s.frame_size_max == 0 { 0 } else { s.frame_size_min },
                     frame_size_max: s.frame_size_max,
                     report: s.accounting.report(),
+                    gaps: s.gaps.report(None),
                 })
                 .collect(),
         }
     }
+}
+
+/// Turns on the receive stamps of a UDP or raw socket and says which are used: the kernel's
+/// software stamp (CLOCK_REALTIME) for latency always; the NIC's where the interface (raw mode's
+/// `interface`, or the one holding UDP mode's `bind` address) has hardware receive stamps
+/// (ethtool), for the gaps.
+fn open_rx_stamping(config: &ReceiverConfig, socket: &OwnedFd) -> io::Result<(Timestamps, Option<HardwareStamping>)> {
+    let interface = match config.mode {
+        Mode::Udp => config.bind.and_then(sys::interface_with_address),
+        _ => config.interface.clone(),
+    };
+    let capability = interface.as_deref().and_then(|name| Capability::of_interface(name).ok());
+    let mut statement = timestamping::hardware_statement(interface.as_deref(), capability.as_ref(), false);
+    if interface.is_none() {
+        statement = "no interface known (UDP receiver not bound to an address, --bind): software stamps".into();
+    }
+    let mut hardware = None;
+    if let (Some(name), Some(cap)) = (interface.as_deref(), capability.as_ref()) {
+        if cap.rx_source() == Source::Hardware {
+            match HardwareStamping::enable(name, false) {
+                Ok(h) => {
+                    hardware = Some(h);
+                    statement = format!(
+                        "{}: the NIC's receive stamps time the gaps; latency pairs the probe's send time with the kernel's \
+                         CLOCK_REALTIME stamp (the NIC's clock is not the sender's)",
+                        timestamping::hardware_statement(Some(name), Some(cap), true)
+                    );
+                }
+                Err(e) => statement = format!("{statement}; but {e}: software stamps"),
+            }
+        }
+    }
+    let gaps = if hardware.is_some() { Source::Hardware } else { Source::Software };
+    timestamping::enable_on_socket(socket, gaps, true)?;
+    let gaps_clock = capability.filter(|_| hardware.is_some()).map_or("CLOCK_REALTIME".into(), |c| c.clock_of(gaps));
+    let timestamps = Timestamps {
+        tx: Source::Payload,
+        rx: Some(Source::Software),
+        clock: "CLOCK_REALTIME".into(),
+        gaps,
+        gaps_clock,
+        interface,
+        hardware: statement,
+    };
+    Ok((timestamps, hardware))
 }
 
 /// The probes in one UDP payload that may join several datagrams of `segment` bytes each

@@ -3,16 +3,25 @@
 //! mode, past the kernel's socket layers), with a report of the rate really achieved so a slow
 //! generator is never mistaken for a lossy network.
 //!
+//! How evenly the frames went is measured from per-frame timestamps: in UDP and raw modes at a
+//! paced rate the socket's TX stamps (the NIC's where the interface has hardware stamps, else
+//! the kernel's software stamp as the driver takes the frame), read back from the error queue;
+//! otherwise (xdp mode, `gso`, unpaced) the time of the send call. The report's `gaps` and
+//! `timestamps` say which.
+//!
 //! Work is done in [`Sender::step`] slices so a caller can check for Ctrl-C or show progress
 //! between them. A test mode ([`Impairment`]) drops, duplicates or swaps chosen sequence
 //! numbers on purpose, after the sequence numbers are assigned: an impairment whose effect on
 //! the receiver's counts is known in advance.
 
 use crate::frame::{FrameSize, Rate, FCS_LEN};
+use crate::gaps::{GapReport, Gaps};
+use crate::histogram::{Histogram, Summary};
 use crate::pacing::{Pattern, Schedule};
 use crate::packet::{self, Addresses};
 use crate::payload::{Kind, Probe, PROBE_LEN};
 use crate::sys;
+use crate::timestamping::{self, Capability, HardwareStamping, Source, Timestamps, TxStamp};
 use crate::xsk::{self, BindMode, XskSocket};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
@@ -179,7 +188,35 @@ pub struct SenderReport {
     pub gso: bool,
     /// xdp mode: how the kernel moved frames from the socket's memory to the interface.
     pub xsk_bind: Option<BindMode>,
+    /// Which stamps the gaps come from (`tx`, on the clock `clock`), and what the interface
+    /// offers.
+    pub timestamps: Timestamps,
+    /// Per-frame TX stamps read back from the socket (0 when send-call times are used).
+    pub tx_stamps: u64,
+    /// Per frame with a software TX stamp: the stamp minus the send time in its probe (ns),
+    /// how much later the kernel took the frame than the payload stamp says: the error a
+    /// latency computed from the payload stamp carries on the send side.
+    pub tx_stamp_after_payload_ns: Option<Summary>,
+    /// Distribution of the gaps between frames as sent, against 1 / requested rate (paced)
+    /// or the mean gap (unpaced); `None` before two frames.
+    pub gaps: Option<GapReport>,
 }
+
+/// The sender's per-frame TX stamps: which, and the run of stamp numbers so far.
+struct TxStamping {
+    source: Source,
+    /// Keeps the interface's hardware stamping on while sending.
+    _hardware: Option<HardwareStamping>,
+    next_id: u32,
+    received: u64,
+    stamps: Vec<TxStamp>,
+    /// Send times in the probes by stamp number (modulo its length).
+    payload_ns: Vec<u64>,
+    after_payload: Histogram,
+}
+
+/// Send times kept for matching TX stamps (frames sent but not yet stamped, at most).
+const PAYLOAD_TIMES: usize = 1 << 16;
 
 /// A running generator.
 pub struct Sender {
@@ -205,7 +242,13 @@ pub struct Sender {
     unsent_due: u64,
     gso_segments: usize,
     finished: bool,
+    tx_stamping: Option<TxStamping>,
+    gaps: Gaps,
+    timestamps: Timestamps,
 }
+
+/// How long the sender waits at the end for the TX stamps of its last frames.
+const LAST_STAMPS_WAIT_NS: u64 = 20_000_000;
 
 /// Allowed lag behind schedule, as a fraction of the run (at least 1 ms), before a shortfall
 /// is flagged; also how long after the deadline frames due before it may still go out.
@@ -293,6 +336,7 @@ impl Sender {
             Output::Socket(fd) if config.gso && config.mode == Mode::Udp && gso_segments > 1 && sys::enable_udp_gso(fd, frame_len).is_ok() => gso_segments,
             _ => 0,
         };
+        let (tx_stamping, timestamps) = open_tx_stamping(&config, &output, requested_fps.is_some(), gso_segments > 0)?;
         let mut buffers = vec![0u8; frame_len * sys::MAX_BATCH];
         for frame in buffers.chunks_mut(frame_len) {
             if let Some(a) = &header {
@@ -323,6 +367,9 @@ impl Sender {
             unsent_due: 0,
             gso_segments,
             finished: false,
+            tx_stamping,
+            gaps: Gaps::new(),
+            timestamps,
         })
     }
 
@@ -359,6 +406,7 @@ impl Sender {
                 if let Some(seq) = self.held.take() {
                     self.send_seqs(&[seq])?;
                 }
+                self.read_last_tx_stamps()?;
                 self.send_end_probes()?;
                 self.finished = true;
                 return Ok(true);
@@ -414,8 +462,57 @@ impl Sender {
             let at = i * self.frame_len + self.payload_at;
             Probe::emit_seq_time(&mut self.buffers[at..at + PROBE_LEN], seq, now);
         }
+        if let Some(stamping) = &mut self.tx_stamping {
+            for id in self.frames_sent..self.frames_sent + seqs.len() as u64 {
+                stamping.payload_ns[id as usize % PAYLOAD_TIMES] = now;
+            }
+        }
         self.send_all(seqs.len())?;
         self.frames_sent += seqs.len() as u64;
+        if self.tx_stamping.is_some() {
+            self.read_tx_stamps()?;
+        } else {
+            for _ in seqs {
+                self.gaps.record(now);
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes the TX stamps queued so far into the gaps (a missing stamp number breaks the run:
+    /// no gap across it). Returns how many were read.
+    fn read_tx_stamps(&mut self) -> io::Result<u64> {
+        let (Some(stamping), Output::Socket(fd)) = (&mut self.tx_stamping, &self.output) else { return Ok(0) };
+        let mut read = 0;
+        loop {
+            stamping.stamps.clear();
+            if timestamping::read_tx_stamps(fd, stamping.source, &mut stamping.stamps)? == 0 {
+                return Ok(read);
+            }
+            for stamp in &stamping.stamps {
+                if stamp.id != stamping.next_id {
+                    self.gaps.restart();
+                }
+                self.gaps.record(stamp.time_ns);
+                if stamping.source == Source::Software {
+                    let payload = stamping.payload_ns[stamp.id as usize % PAYLOAD_TIMES];
+                    stamping.after_payload.record(stamp.time_ns.saturating_sub(payload));
+                }
+                stamping.next_id = stamp.id.wrapping_add(1);
+                stamping.received += 1;
+                read += 1;
+            }
+        }
+    }
+
+    /// Waits a little for the stamps of the last frames sent (before the end probes).
+    fn read_last_tx_stamps(&mut self) -> io::Result<()> {
+        let until = sys::monotonic_ns() + LAST_STAMPS_WAIT_NS;
+        while self.tx_stamping.as_ref().is_some_and(|s| s.received < self.frames_sent) && sys::monotonic_ns() < until {
+            if self.read_tx_stamps()? == 0 {
+                std::thread::sleep(std::time::Duration::from_micros(200));
+            }
+        }
         Ok(())
     }
 
@@ -523,6 +620,10 @@ impl Sender {
                 Output::Xsk(xsk) => Some(xsk.bind_mode()),
                 Output::Socket(_) => None,
             },
+            timestamps: self.timestamps.clone(),
+            tx_stamps: self.tx_stamping.as_ref().map_or(0, |s| s.received),
+            tx_stamp_after_payload_ns: self.tx_stamping.as_ref().and_then(|s| s.after_payload.summary()),
+            gaps: self.gaps.report(self.requested_fps.map(|f| 1e9 / f)),
         }
     }
 
@@ -544,6 +645,63 @@ impl Sender {
             self.next_due_ns = self.schedule.next_due_ns();
         }
     }
+}
+
+/// The TX stamps the sender asks its socket for, and the report's `timestamps`: the
+/// interface's hardware stamps where ethtool says it has them, else the kernel's software stamps,
+/// in UDP and raw modes at a paced rate; otherwise (xdp mode, GSO, unpaced: stamping every frame
+/// would cost what the run measures) none, the gaps then come from the send calls' times.
+fn open_tx_stamping(config: &SenderConfig, output: &Output, paced: bool, gso: bool) -> io::Result<(Option<TxStamping>, Timestamps)> {
+    let interface = match (config.mode, output) {
+        (Mode::Udp, Output::Socket(fd)) => sys::local_address(fd).ok().and_then(sys::interface_with_address),
+        _ => config.interface.clone(),
+    };
+    let capability = interface.as_deref().and_then(|name| Capability::of_interface(name).ok());
+    let realtime = "CLOCK_REALTIME".to_string();
+    let mut timestamps = Timestamps {
+        tx: Source::Payload,
+        rx: None,
+        clock: realtime.clone(),
+        gaps: Source::Payload,
+        gaps_clock: realtime,
+        interface: interface.clone(),
+        hardware: timestamping::hardware_statement(interface.as_deref(), capability.as_ref(), false),
+    };
+    let Output::Socket(fd) = output else { return Ok((None, timestamps)) };
+    if !paced || gso {
+        return Ok((None, timestamps));
+    }
+    let mut source = capability.map_or(Source::Software, |c| c.tx_source());
+    if source == Source::Payload {
+        return Ok((None, timestamps));
+    }
+    let mut hardware = None;
+    if source == Source::Hardware {
+        let name = interface.as_deref().unwrap_or_default();
+        match HardwareStamping::enable(name, true) {
+            Ok(h) => hardware = Some(h),
+            Err(e) => {
+                source = Source::Software;
+                timestamps.hardware = format!("{}; but {e}: software stamps", timestamps.hardware);
+            }
+        }
+    }
+    timestamping::enable_on_socket(fd, source, false)?;
+    if source == Source::Hardware {
+        timestamps.hardware = timestamping::hardware_statement(interface.as_deref(), capability.as_ref(), true);
+    }
+    let clock = capability.map_or("CLOCK_REALTIME".into(), |c| c.clock_of(source));
+    timestamps = Timestamps { tx: source, clock: clock.clone(), gaps: source, gaps_clock: clock, ..timestamps };
+    let stamping = TxStamping {
+        source,
+        _hardware: hardware,
+        next_id: 0,
+        received: 0,
+        stamps: Vec::with_capacity(sys::MAX_BATCH),
+        payload_ns: vec![0; PAYLOAD_TIMES],
+        after_payload: Histogram::new(),
+    };
+    Ok((Some(stamping), timestamps))
 }
 
 /// Sleeps until shortly before `target_ns` (CLOCK_MONOTONIC), then spins to it.

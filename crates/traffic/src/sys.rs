@@ -1,6 +1,7 @@
 //! Thin safe wrappers over the Linux calls the generator, the receiver and the impairment
-//! element's delay line use: clocks, UDP and AF_PACKET sockets, socket options, and batched
-//! `sendmmsg` / `recvmmsg` with receive timestamps (`SO_TIMESTAMPNS`), the socket's drop
+//! element's delay line use: clocks, UDP and AF_PACKET sockets, socket options, interface
+//! requests, and batched `sendmmsg` / `recvmmsg` with receive timestamps (`SO_TIMESTAMPNS`, or
+//! `SO_TIMESTAMPING` with software and hardware stamps), the socket's drop
 //! counter (`SO_RXQ_OVFL`), UDP GRO sizes and, on AF_PACKET, the VLAN tag the kernel kept in
 //! the frame's metadata (`PACKET_AUXDATA`).
 
@@ -21,9 +22,10 @@ pub const MAX_GSO_BYTES: usize = 65_000;
 const UDP_SEGMENT: libc::c_int = 103;
 /// `UDP_GRO` from linux/udp.h (likewise).
 const UDP_GRO: libc::c_int = 104;
-/// Control bytes per received message: CMSG_SPACE of a timespec (32), a u32 drop counter (24)
-/// and a GRO size (20) or a tpacket_auxdata (40), with room to spare.
-const CMSG_SPACE: usize = 128;
+/// Control bytes per received message: CMSG_SPACE of a timespec (32) or of three
+/// (scm_timestamping, 64), a u32 drop counter (24) and a GRO size (24) or a tpacket_auxdata (40),
+/// with room to spare.
+const CMSG_SPACE: usize = 160;
 /// The TPID AF_PACKET implies when it reports a VLAN tag without one (802.1Q).
 const ETH_P_8021Q: u16 = 0x8100;
 
@@ -55,6 +57,14 @@ fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
 
 fn with_context(err: io::Error, what: &str) -> io::Error {
     io::Error::new(err.kind(), format!("{what}: {err}"))
+}
+
+/// Sets socket option `name` of `level` to `value`.
+///
+/// # Errors
+/// When the kernel refuses the option.
+pub fn set_socket_option<T>(fd: &OwnedFd, level: libc::c_int, name: libc::c_int, value: T) -> io::Result<()> {
+    set_option(fd.as_raw_fd(), level, name, value)
 }
 
 fn set_option<T>(fd: RawFd, level: libc::c_int, name: libc::c_int, value: T) -> io::Result<()> {
@@ -124,6 +134,63 @@ fn interface_request(fd: RawFd, name: &str, request: libc::c_ulong) -> io::Resul
     // SAFETY: `req` is a valid ifreq for the SIOCGIF* requests used here.
     check(unsafe { libc::ioctl(fd, request as _, &mut req) })?;
     Ok(req)
+}
+
+/// Runs interface request `request` (an ioctl taking an ifreq whose data member points at
+/// `data`, e.g. SIOCETHTOOL, SIOCSHWTSTAMP) on interface `name`.
+///
+/// # Errors
+/// The OS error of the request.
+pub fn interface_ioctl(name: &str, request: libc::c_ulong, data: *mut libc::c_void) -> io::Result<()> {
+    let fd = socket(libc::AF_INET, libc::SOCK_DGRAM, 0)?;
+    let mut req: libc::ifreq = unsafe { zeroed() };
+    for (dst, src) in req.ifr_name.iter_mut().zip(name.bytes().take(libc::IFNAMSIZ - 1)) {
+        *dst = src as libc::c_char;
+    }
+    req.ifr_ifru.ifru_data = data.cast();
+    // SAFETY: `req` names the interface and points at the caller's structure for the request.
+    check(unsafe { libc::ioctl(fd.as_raw_fd(), request as _, &mut req) }).map(drop)
+}
+
+/// The name of the interface that holds IPv4 address `address` in this network namespace.
+pub fn interface_with_address(address: Ipv4Addr) -> Option<String> {
+    let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs allocates the list, freed below.
+    if unsafe { libc::getifaddrs(&mut list) } != 0 {
+        return None;
+    }
+    let mut found = None;
+    let mut entry = list;
+    while !entry.is_null() {
+        // SAFETY: `entry` is a node of the list getifaddrs returned.
+        let item = unsafe { &*entry };
+        if !item.ifa_addr.is_null() && unsafe { (*item.ifa_addr).sa_family } == libc::AF_INET as u16 {
+            // SAFETY: an AF_INET address is a sockaddr_in.
+            let sin = unsafe { &*(item.ifa_addr as *const libc::sockaddr_in) };
+            if Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)) == address {
+                // SAFETY: ifa_name is a C string.
+                found = Some(unsafe { std::ffi::CStr::from_ptr(item.ifa_name) }.to_string_lossy().into_owned());
+                break;
+            }
+        }
+        entry = item.ifa_next;
+    }
+    // SAFETY: `list` came from getifaddrs.
+    unsafe { libc::freeifaddrs(list) };
+    found
+}
+
+/// The local IPv4 address a socket is bound to (for a connected UDP socket: the address of
+/// the route's interface).
+///
+/// # Errors
+/// The OS error of getsockname.
+pub fn local_address(fd: &OwnedFd) -> io::Result<Ipv4Addr> {
+    let mut sa: libc::sockaddr_in = unsafe { zeroed() };
+    let mut len = size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    // SAFETY: getsockname writes at most `len` bytes into `sa`.
+    check(unsafe { libc::getsockname(fd.as_raw_fd(), (&mut sa as *mut libc::sockaddr_in).cast(), &mut len) })?;
+    Ok(Ipv4Addr::from(u32::from_be(sa.sin_addr.s_addr)))
 }
 
 /// The MAC address and IPv4 address of interface `name`.
@@ -269,13 +336,21 @@ pub fn send_bytes(fd: &OwnedFd, buffer: &[u8]) -> io::Result<usize> {
     }
 }
 
-/// Turns on per-datagram receive timestamps, the drop counter, and a receive timeout.
+/// Turns on the kernel's per-datagram receive timestamps (`SO_TIMESTAMPNS`, CLOCK_REALTIME).
+///
+/// # Errors
+/// When the kernel refuses the option.
+pub fn enable_receive_timestamps(fd: &OwnedFd) -> io::Result<()> {
+    set_option(fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1i32)
+}
+
+/// Turns on the drop counter and a receive timeout (timestamps: [`enable_receive_timestamps`],
+/// or `SO_TIMESTAMPING`, see crate::timestamping).
 ///
 /// # Errors
 /// When the kernel refuses an option.
 pub fn prepare_receive(fd: &OwnedFd, timeout: Duration) -> io::Result<()> {
     let raw = fd.as_raw_fd();
-    set_option(raw, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1i32)?;
     set_option(raw, libc::SOL_SOCKET, libc::SO_RXQ_OVFL, 1i32)?;
     let tv = libc::timeval { tv_sec: timeout.as_secs() as _, tv_usec: timeout.subsec_micros() as _ };
     set_option(raw, libc::SOL_SOCKET, libc::SO_RCVTIMEO, tv)
@@ -326,6 +401,9 @@ pub struct Received {
     pub len: usize,
     /// Kernel receive time (CLOCK_REALTIME ns), if the kernel attached one.
     pub time_ns: Option<u64>,
+    /// The NIC's receive time (raw PHC ns), if hardware stamps were asked for and the NIC
+    /// stamped the frame.
+    pub hw_time_ns: Option<u64>,
     /// The socket's cumulative drop counter, if reported with this message.
     pub drops: Option<u32>,
     /// With UDP GRO: the size of each of the datagrams this message joins (the last may be
@@ -396,7 +474,8 @@ impl RecvBatch {
         }
         self.received.clear();
         for msg in msgs.iter_mut().take(n as usize) {
-            let mut item = Received { len: msg.msg_len as usize, time_ns: None, drops: None, segment: None, vlan: None };
+            let mut item =
+                Received { len: msg.msg_len as usize, time_ns: None, hw_time_ns: None, drops: None, segment: None, vlan: None };
             // SAFETY: the kernel filled msg_control with valid cmsgs up to msg_controllen.
             unsafe {
                 let mut cmsg = libc::CMSG_FIRSTHDR(&msg.msg_hdr);
@@ -405,6 +484,11 @@ impl RecvBatch {
                     if level == libc::SOL_SOCKET && kind == libc::SCM_TIMESTAMPNS {
                         let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg) as *const libc::timespec);
                         item.time_ns = Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
+                    } else if level == libc::SOL_SOCKET && kind == libc::SO_TIMESTAMPING {
+                        let ts: [libc::timespec; 3] = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg) as *const [libc::timespec; 3]);
+                        let ns = |t: libc::timespec| (t.tv_sec != 0 || t.tv_nsec != 0).then(|| t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64);
+                        item.time_ns = ns(ts[0]);
+                        item.hw_time_ns = ns(ts[2]);
                     } else if level == libc::SOL_SOCKET && kind == libc::SO_RXQ_OVFL {
                         item.drops = Some(std::ptr::read_unaligned(libc::CMSG_DATA(cmsg) as *const u32));
                     } else if level == libc::SOL_UDP && kind == UDP_GRO {

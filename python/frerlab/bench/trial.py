@@ -76,6 +76,8 @@ class TrialOutcome:
     sender_cpu: float
     receiver_cpu: float
     host_cpu: float
+    #: The receiver's `timestamps`: which stamps and clock the latency came from.
+    timestamps: dict | None = None
     flags: list[Flag] = field(default_factory=list)
     attempts: int = 1
 
@@ -152,7 +154,7 @@ def _attempt(target: Target, frame_size: int, rate_fps: float, duration_s: float
         frame_size=frame_size, rate_fps=rate_fps, duration_s=duration_s, offered=offered,
         sent=sender["frames_sent"], received=stream["unique"] if stream else 0,
         duplicates=stream["duplicates"] if stream else 0, reordered=stream["reordered"] if stream else 0,
-        latency_ns=stream.get("latency_ns") if stream else None,
+        latency_ns=stream.get("latency_ns") if stream else None, timestamps=receiver.get("timestamps"),
         drops_by_link={k: after[k] - before[k] for k in after if after[k] != before[k]},
         sender_cpu=sender["cpu"]["utilization"], receiver_cpu=receiver["cpu"]["utilization"],
         host_cpu=(busy1[0] - busy0[0]) / max(1, busy1[1] - busy0[1]))

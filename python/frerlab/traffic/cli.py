@@ -46,9 +46,11 @@ examples:
   frerlab gen send --mode xdp --interface veth0 --dst 198.18.0.2 --dst-mac 02:00:00:00:00:02 --max-rate --duration 5
 """
 
-RECV_EPILOG = """The receiver counts, per stream id: loss, duplicates, reordering (RFC 4737) and one-way
-latency (send time in the probe vs kernel receive time, CLOCK_REALTIME: exact between namespaces
-of one host, needs synchronised clocks between hosts). It stops after --duration, --linger
+RECV_EPILOG = """The receiver counts, per stream id: loss, duplicates, reordering (RFC 4737), one-way
+latency (send time in the probe vs the kernel's software receive stamp, CLOCK_REALTIME: exact
+between namespaces of one host, needs synchronised clocks between hosts; xdp mode: the time the
+ring was read) and the inter-arrival gaps (the NIC's stamps where it has hardware timestamps,
+ethtool -T). Reports say which stamps and clock ("timestamps"). It stops after --duration, --linger
 seconds after every stream's end-of-stream probe, --idle seconds without traffic, or on Ctrl-C
 (the report then covers what arrived).
 
@@ -359,6 +361,17 @@ def _describe(r: TrafficRecord) -> str:
         parts.append(f"payload {r.payload_bps / 1e6:.2f} Mbit/s")
     if r.jitter_ms is not None:
         parts.append(f"jitter (RFC 3550 estimate, not latency) {r.jitter_ms:.4f} ms")
+    if r.gaps:
+        g = r.gaps
+        against = "1/requested rate" if g.nominal == "requested_rate" else "mean gap"
+        parts.append(
+            f"gaps us: p1 {g.p1_us:.2f}, p50 {g.p50_us:.2f}, p99 {g.p99_us:.2f} (nominal {g.nominal_us:.2f}, {against}); "
+            f"below half the nominal {g.below_half_share:.2%}" + (" (bursting)" if g.below_half_share >= 0.1 else "")
+        )
+    if r.timestamps:
+        ts = r.timestamps
+        pair = f"tx {ts.tx}" + (f", rx {ts.rx}" if ts.rx else "")
+        parts.append(f"timestamps: {pair} ({ts.clock}); gaps from {ts.gaps} stamps ({ts.gaps_clock}); {ts.hardware}")
     if r.latency:
         lat = r.latency
         pct = ", ".join(f"p{k} {v:.2f}" for k, v in lat.percentiles_us.items())

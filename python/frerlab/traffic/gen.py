@@ -5,7 +5,11 @@
 with the CPU time the process spent while it ran (`cpu`: user + system seconds, wall seconds
 and their ratio, 1.0 for one core kept busy; on a veth testbed the sender's system time also
 pays for the forwarding its frames cause on the way);
-`sender_record` / `receiver_records` turn raw reports into `TrafficRecord`s.
+`sender_record` / `receiver_records` turn raw reports into `TrafficRecord`s, with the
+timestamps their timings come from and the inter-frame gap distribution.
+
+`timestamp_capability(interface)` says what an interface can timestamp (as `ethtool -T`) and
+which stamps a sender and a receiver there use (docs/traffic.md, "Timestamps").
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from typing import Any
 
 from frerlab import _native
 from frerlab.errors import UsageError
-from frerlab.traffic.record import Interval, Latency, TrafficRecord
+from frerlab.traffic.record import Gaps, Interval, Latency, Timestamps, TrafficRecord
 
 STEP_S = 0.2
 
@@ -60,12 +64,29 @@ def run_receiver(
     return _run(_native.TrafficReceiver, config, progress, stop_on_interrupt)
 
 
-def latency_from_ns(summary: dict | None, kind: str = "one_way") -> Latency | None:
-    """A `Latency` from the Rust histogram summary (values in ns)."""
+def timestamp_capability(interface: str) -> dict:
+    """What `interface` can timestamp (ETHTOOL_GET_TS_INFO) and the stamps a sender (`tx`)
+    and a receiver (`rx`) on it use, with their clocks (`frerlab_traffic::timestamping::Decision`)."""
+    try:
+        return json.loads(_native.timestamp_capability(interface))
+    except OSError as err:
+        raise UsageError(str(err)) from None
+
+
+def timestamp_decision(capability: dict) -> dict:
+    """The same decision for a capability given as its four fields (`so_timestamping`,
+    `phc_index`, `tx_types`, `rx_filters`)."""
+    return json.loads(_native.timestamp_decision(json.dumps(capability)))
+
+
+def latency_from_ns(summary: dict | None, kind: str = "one_way", timestamps: dict | None = None) -> Latency | None:
+    """A `Latency` from the Rust histogram summary (values in ns), with the timestamps
+    object of the report it came from."""
     if not summary:
         return None
     return Latency(
         kind=kind,
+        timestamps=Timestamps(**timestamps) if timestamps else None,
         samples=summary["count"],
         min_us=summary["min"] / 1e3,
         max_us=summary["max"] / 1e3,
@@ -73,6 +94,16 @@ def latency_from_ns(summary: dict | None, kind: str = "one_way") -> Latency | No
         stddev_us=summary["stddev"] / 1e3,
         percentiles_us={f"{p:g}": v / 1e3 for p, v in summary["percentiles"]},
     )
+
+
+def gaps_from_ns(gaps: dict | None) -> Gaps | None:
+    """A `Gaps` from a report's gap distribution (values in ns)."""
+    if not gaps:
+        return None
+    us = {f"{key[:-3]}_us": gaps[key] / 1e3 for key in ("nominal_ns", "mean_ns", "p1_ns", "p50_ns", "p99_ns",
+                                                         "min_ns", "max_ns")}
+    return Gaps(count=gaps["count"], nominal=gaps["nominal"], below_half_share=gaps["below_half_share"],
+                shares=gaps["shares"], **us)
 
 
 def xdp_warnings(report: dict) -> list[str]:
@@ -112,6 +143,8 @@ def sender_record(report: dict, source: str | None = None) -> TrafficRecord:
         frames_per_s=report["achieved_fps"],
         l1_bps=report["achieved_l1_bps"],
         l2_bps=report["achieved_l2_bps"],
+        gaps=gaps_from_ns(report.get("gaps")),
+        timestamps=Timestamps(**report["timestamps"]) if report.get("timestamps") else None,
         warnings=warnings,
     ).with_rates()
 
@@ -149,7 +182,9 @@ def receiver_records(report: dict, interval_s: float, source: str | None = None)
                 duplicates=s["duplicates"],
                 reordered=s["reordered"],
                 frames_per_s=fps,
-                latency=latency_from_ns(s["latency_ns"]),
+                latency=latency_from_ns(s["latency_ns"], timestamps=report.get("timestamps")),
+                gaps=gaps_from_ns(s.get("gaps")),
+                timestamps=Timestamps(**report["timestamps"]) if report.get("timestamps") else None,
                 intervals=[
                     Interval(
                         start_s=i["start_ns"] / 1e9,

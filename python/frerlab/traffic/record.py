@@ -3,7 +3,9 @@ sockperf and mausezahn drivers, and `frerlab import` of old result files.
 
 Units are in the field names. A field a tool cannot measure is None, never a guess: iperf3
 has no latency, mausezahn no receive side, sockperf's jitter is not iperf3's jitter. Latency
-says which kind it is (`one_way`, `rtt`, or `rtt_half` as sockperf reports by default).
+says which kind it is (`one_way`, `rtt`, or `rtt_half` as sockperf reports by default) and
+which timestamps and clock produced it (`timestamps`); frerlab's generator also reports how
+evenly frames went and came (`gaps`).
 """
 
 from __future__ import annotations
@@ -27,11 +29,47 @@ L1_OVERHEAD = 20
 UDP_OVERHEAD = 46
 
 
+StampSource = Literal["hardware", "software", "payload", "userspace"]
+
+
+class Timestamps(_Record):
+    """Which stamps and which clock a figure comes from (docs/traffic.md, "Timestamps")."""
+
+    tx: StampSource = Field(description="how send times were taken: hardware (the NIC), software (the kernel), "
+                                        "payload (the sender's clock before the send call, carried in the frame), "
+                                        "userspace (a tool's own clock reading)")
+    rx: StampSource | None = Field(None, description="how receive times were taken (None: a sender's report)")
+    clock: str = Field(description="the clock of both stamps of the pair: CLOCK_REALTIME, PHC n, ...")
+    interface: str | None = None
+    gaps: StampSource | None = Field(None, description="the stamps the inter-frame gaps come from")
+    gaps_clock: str | None = None
+    hardware: str | None = Field(None, description="what the interface offers (ethtool -T) and whether it was used")
+
+
+class Gaps(_Record):
+    """The distribution of the gaps between consecutive frames (as sent, or as received),
+    against a nominal gap (1 / requested rate, or the mean gap)."""
+
+    count: Count
+    nominal_us: Amount
+    nominal: Literal["requested_rate", "mean_gap"]
+    mean_us: Amount
+    p1_us: Amount
+    p50_us: Amount
+    p99_us: Amount
+    min_us: Amount
+    max_us: Amount
+    below_half_share: Amount = Field(description="share of gaps below half the nominal gap (bursting)")
+    shares: list[Amount] = Field(description="shares of gaps per multiple of the nominal gap: <0.5, 0.5..0.9, "
+                                             "0.9..1.1, 1.1..2, >=2")
+
+
 class Latency(_Record):
     """Latency statistics in microseconds (one-way latency may be negative between hosts
     whose clocks disagree)."""
 
     kind: LatencyKind = Field(description="one_way, rtt (full round trip) or rtt_half (RTT/2)")
+    timestamps: Timestamps | None = Field(None, description="which stamps and clock produced the figures")
     samples: Count | None = None
     min_us: float | None = None
     max_us: float | None = None
@@ -75,6 +113,8 @@ class TrafficRecord(_Record):
     l1_bps: Amount | None = Field(None, description="with 20 bytes preamble and gap per frame")
     jitter_ms: Amount | None = Field(None, description="RFC 3550 smoothed jitter (iperf3), not latency")
     latency: Latency | None = None
+    gaps: Gaps | None = Field(None, description="inter-frame gaps as sent (a sender) or received (a receiver)")
+    timestamps: Timestamps | None = Field(None, description="which stamps the record's timings come from")
     intervals: list[Interval] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
 

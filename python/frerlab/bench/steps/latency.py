@@ -6,7 +6,8 @@ enough, otherwise the unit is invalid with a `clock_unsynchronised` flag). Perce
 P99.999, max, mean and the delay variation (P99.9 - min); a percentile that the number of samples cannot support (fewer than 10 expected
 beyond it, frerlab.bench.stats.percentile_support) is reported as None and named in a
 `percentile_unsupported` flag. The TSN verdict: the verdict percentile below its limit, or
-`unsupported` when too few samples back that percentile."""
+`unsupported` when too few samples back that percentile. The unit's detail keeps `timestamps`:
+which stamps and clock produced the latency (docs/traffic.md, "Timestamps")."""
 
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ def run(ctx: Context, step: Latency, params: dict) -> dict:
         else:
             t = generator_trial(ctx.target, frame, step.probe_rate_fps, step.duration_s, ctx.out)
             flags += t.flags
-            latency = gen.latency_from_ns(t.latency_ns)
+            latency = gen.latency_from_ns(t.latency_ns, timestamps=t.timestamps)
             clock_ok, why = ctx.target.one_way_clock
             if not clock_ok:
                 flags.append(Flag("clock_unsynchronised", f"one-way latency needs synchronised clocks: {why}; "
@@ -50,7 +51,9 @@ def run(ctx: Context, step: Latency, params: dict) -> dict:
         flags += _background_flags(background.reports())
     metrics, more = _latency_metrics(latency, step)
     return result(metrics, flags + more, {"latency": latency.model_dump() if latency else None,
-                                         "kind": latency.kind if latency else None})
+                                         "kind": latency.kind if latency else None,
+                                         "timestamps": latency.timestamps.model_dump()
+                                         if latency and latency.timestamps else None})
 
 
 def _latency_metrics(latency: LatencyRecord | None, step: Latency) -> tuple[dict, list[Flag]]:

@@ -17,7 +17,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from frerlab.traffic.record import UDP_OVERHEAD, Interval, Latency, TrafficRecord
+from frerlab.traffic.record import UDP_OVERHEAD, Interval, Latency, Timestamps, TrafficRecord
 from frerlab.traffic.tools.base import Background, ParseError, Tool, run, wait_for_udp_port
 
 TOOL = Tool("sockperf", "sockperf", "sockperf")
@@ -138,10 +138,14 @@ def parse(
             min_us=float(minimum.group(1)) if minimum else None,
             max_us=float(maximum.group(1)) if maximum else None,
             mean_us=float(avg.group(2)), stddev_us=float(avg.group(3)),
-            percentiles_us=percentiles,
+            percentiles_us=percentiles, timestamps=TIMESTAMPS,
         ),
         warnings=warnings,
     )]
+
+
+#: sockperf times each message on the client with its own clock reads around a round trip.
+TIMESTAMPS = Timestamps(tx="userspace", rx="userspace", clock="the sockperf client's clock (a round trip)")
 
 
 def _percentile(sorted_values: list[float], p: float) -> float:
@@ -156,6 +160,7 @@ def _latency(values: list[float], kind: str) -> Latency:
         kind=kind, samples=len(ordered), min_us=ordered[0], max_us=ordered[-1], mean_us=mean,
         stddev_us=math.sqrt(sum((v - mean) ** 2 for v in ordered) / len(ordered)),
         percentiles_us={f"{p:g}": _percentile(ordered, p) for p in (50, 90, 95, 99, 99.9, 99.99, 99.999)},
+        timestamps=TIMESTAMPS,
     )
 
 
