@@ -28,6 +28,9 @@ from test_bench_testbed import capacity_fps, line_fps
 
 pytestmark = [*NEEDS_BPF, pytest.mark.skipif(not Path(SSHD).exists(), reason="OpenSSH server not installed")]
 CLI = [sys.executable, "-m", "frerlab.cli"]
+#: The /24 of the management links to the sshd namespaces (in the host's namespace), one per
+#: test process, so that two checkouts testing at once do not reach each other's servers.
+MANAGEMENT = f"198.19.{os.getpid() % 256}"
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +41,8 @@ def lab(tmp_path_factory):
     name = f"h{os.getpid() % 100000}"
     with bed.Testbed(name=name, mode="control", rate="20Mbps", path_rate="10Mbps", queue_limit="32KiB") as tb:
         namespaces = bed.read_state(tb.name)["namespaces"]
-        servers = [OpenSshServer(namespaces[role], f"{name}{role[0]}", f"198.18.6.{1 + 4 * k}",
-                                 f"198.18.6.{2 + 4 * k}", tmp / role) for k, role in enumerate(("talker", "listener"))]
+        servers = [OpenSshServer(namespaces[role], f"{name}{role[0]}", f"{MANAGEMENT}.{1 + 4 * k}",
+                                 f"{MANAGEMENT}.{2 + 4 * k}", tmp / role) for k, role in enumerate(("talker", "listener"))]
         with servers[0] as talker, servers[1] as listener:
             yield namespaces, {"talker": talker.target(interface=plan.HOST_PORT), "listener": listener.target()}
 
@@ -97,7 +100,7 @@ def test_an_unreachable_host_stops_the_campaign_with_one_clear_line(lab, tmp_pat
     done = subprocess.run([*CLI, "bench", "run", str(c), "--out", str(out)], capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 4 and done.stderr.strip().count("\n") == 0
-    assert "listener: cannot reach root@198.18.6.6:2299" in done.stderr
+    assert f"listener: cannot reach root@{MANAGEMENT}.6:2299" in done.stderr
     assert json.loads((out / "metadata.json").read_text())["runs"][-1]["ended"] == "failed"
 
 
