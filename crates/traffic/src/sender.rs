@@ -500,7 +500,7 @@ impl Sender {
     /// The next sequence number of the stream, `None` once `count` are used.
     fn take_seq(&self) -> Option<u64> {
         let seq = self.shared.next_seq.fetch_add(1, Ordering::Relaxed);
-        self.config.count.map_or(true, |c| seq < c).then_some(seq)
+        self.config.count.is_none_or(|c| seq < c).then_some(seq)
     }
 
     fn next_due(&mut self) -> u64 {
