@@ -27,7 +27,12 @@ work its sends cause on a veth), and frames/s the receiver accounted (unique seq
 over first-to-last arrival; bare: datagrams read over the sender's time), with the loss it
 counted. Ratios: xdp / udp, xdp / raw and xdp / bare, udp / bare.
 
-Run (root): `.venv/bin/python benches/traffic_pps.py [--part kernel|modes|all] [--window 3] [--rounds 5]
+A third part (`--part queues`) runs xdp mode with 64-byte frames, unpaced, across a veth pair
+with two TX and two RX queues per end: `--queues 1` against `--queues 2` at both ends (two
+sender threads, one per TX queue, pinned to CPUs 0 and 1; one receiver thread reading both RX
+queues), rounds interleaved; ratio 2 queues / 1 queue of the same three figures.
+
+Run (root): `.venv/bin/python benches/traffic_pps.py [--part kernel|modes|queues|all] [--window 3] [--rounds 5]
 [--json FILE]`
 """
 
@@ -162,12 +167,15 @@ def measure_bare(pair: NetPair, bare: Path, frame: int, window: float) -> dict[s
             "lost_fraction": max(0, sent["frames_sent"] - received) / sent["frames_sent"]}
 
 
-def measure_mode(pair: NetPair, mode: str, frame: int, window: float) -> dict[str, float]:
+def measure_mode(pair: NetPair, mode: str, frame: int, window: float, queues: int = 1) -> dict[str, float]:
     """frerlab gen send -> gen recv in `mode`, unpaced for `window` seconds with `frame`-byte
-    frames: sent/s, sent/s per core of the sender, accounted/s and lost/s at the receiver."""
+    frames (xdp mode: on `queues` queues at both ends): sent/s, sent/s per core of the sender,
+    accounted/s and lost/s at the receiver."""
     where = {"a": [], "b": []}
     if mode != "udp":
         where = {"a": ["--interface", pair.a_if, "--dst-mac", pair.mac("b")], "b": ["--interface", pair.b_if]}
+    if queues != 1:
+        where = {side: [*options, "--queues", str(queues)] for side, options in where.items()}
     with tempfile.TemporaryDirectory(prefix="frl-bench-") as tmp:
         recv_path, send_path = Path(tmp) / "recv.json", Path(tmp) / "send.json"
         with Background(pair.cmd("b", [*CLI, "gen", "recv", "--mode", mode, "--port", str(PORT), "--no-gro",
@@ -223,20 +231,47 @@ def run_modes(window: float, rounds: int) -> dict:
     return {"trials": trials, "medians": medians, "ratios": ratios}
 
 
+def run_queues(window: float, rounds: int) -> dict:
+    """The queues part: xdp mode, 64 B, unpaced, 1 and 2 queues per round, interleaved; medians
+    and the ratio 2 / 1."""
+    trials: dict[str, list[dict[str, float]]] = {}
+    with NetPair(queues=2) as pair:
+        for round_index in range(rounds):
+            for queues in (1, 2) if round_index % 2 == 0 else (2, 1):
+                trial = measure_mode(pair, "xdp", 64, window, queues)
+                trials.setdefault(f"xdp 64B {queues}q", []).append(trial)
+                print(f"round {round_index + 1} xdp 64 B {queues} queue(s) {trial['sent_per_s']:12,.0f} sent/s "
+                      f"{trial['sent_per_s_per_core']:12,.0f} sent/s/core {trial['accounted_per_s']:12,.0f} accounted/s "
+                      f"{trial['lost_fraction']:8.3%} lost", file=sys.stderr)
+    medians = {name: {key: statistics.median(t[key] for t in runs) for key in runs[0]} for name, runs in trials.items()}
+    ratios = {f"2 queues / 1 queue {key}": medians["xdp 64B 2q"][key] / medians["xdp 64B 1q"][key]
+              for key in ("sent_per_s", "sent_per_s_per_core", "accounted_per_s")}
+    print(f"xdp mode, 64 B, 1 vs 2 queues across a 2-queue veth pair, median of {rounds} interleaved {window:g} s trials:")
+    for name, m in medians.items():
+        print(f"  {name:12s} sent {m['sent_per_s']:12,.0f}/s  per core {m['sent_per_s_per_core']:12,.0f}/s  "
+              f"accounted {m['accounted_per_s']:12,.0f}/s  lost {m['lost_fraction']:7.3%}")
+    for label, ratio in ratios.items():
+        print(f"  {label:40s} {ratio:5.2f}x")
+    return {"trials": trials, "medians": medians, "ratios": ratios}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--part", choices=["kernel", "modes", "all"], default="all",
-                        help="kernel-counted contenders at 64 B, frerlab's modes with full accounting, or both")
+    parser.add_argument("--part", choices=["kernel", "modes", "queues", "all"], default="all",
+                        help="kernel-counted contenders at 64 B, frerlab's modes with full accounting, xdp mode "
+                             "on 1 vs 2 queues, or all three")
     parser.add_argument("--window", type=float, default=3.0, help="seconds measured per trial")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds")
     parser.add_argument("--json", type=Path, help="write every trial and the medians here")
     args = parser.parse_args()
     result: dict = {"benchmark": "traffic_pps", "window_s": args.window, "rounds": args.rounds,
                     "kernel": platform.release(), "cpus": os.cpu_count()}
-    if args.part != "modes":
+    if args.part in ("kernel", "all"):
         result["kernel_counted"] = run_kernel_counted(args.window, args.rounds)
-    if args.part != "kernel":
+    if args.part in ("modes", "all"):
         result["modes"] = run_modes(args.window, args.rounds)
+    if args.part in ("queues", "all"):
+        result["queues"] = run_queues(args.window, args.rounds)
     if args.json:
         write_atomic(args.json, json.dumps(result, indent=2))
     return 0

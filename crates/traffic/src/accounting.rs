@@ -5,8 +5,13 @@
 //!
 //! Definitions (sequence numbers start at 0 and go up by one per data frame sent):
 //! - *reordered* (RFC 4737 section 3.3): an arrival whose sequence number is below NextExp,
-//!   the highest sequence number seen so far plus one, and which is not a duplicate; its
-//!   *reorder distance* is `NextExp - seq`.
+//!   the highest sequence number seen so far *from the same sender lane* plus one, and which
+//!   is not a duplicate; its *reorder distance* is `NextExp - seq` (in sequence numbers of the
+//!   stream). A sender with one socket is lane 0, so this is RFC 4737's NextExp. A multi-queue
+//!   sender's lanes (one thread per TX queue, each sending its share of the stream in
+//!   increasing order) interleave in an order nobody controls (thread scheduling, one queue
+//!   served before another, the receiver reading one queue's ring before another's): that
+//!   interleaving is not reordering; an inversion within one lane is.
 //! - *duplicate*: an arrival of a sequence number already received. Tracked exactly within a
 //!   window of [`DUPLICATE_WINDOW`] sequence numbers below the highest seen; an arrival older
 //!   than that is counted as *too old* (neither unique nor duplicate, so it counts as lost).
@@ -122,6 +127,8 @@ pub struct StreamReport {
 pub struct StreamAccounting {
     seen: Vec<u64>,
     highest: Option<u64>,
+    /// Highest sequence number seen per sender lane (index: lane).
+    lane_highest: Vec<Option<u64>>,
     arrivals: u64,
     unique: u64,
     duplicates: u64,
@@ -158,6 +165,7 @@ impl StreamAccounting {
         StreamAccounting {
             seen: vec![0; (DUPLICATE_WINDOW / 64) as usize],
             highest: None,
+            lane_highest: vec![None],
             arrivals: 0,
             unique: 0,
             duplicates: 0,
@@ -242,9 +250,20 @@ impl StreamAccounting {
     }
 
     /// Accounts one arrival of data sequence number `seq` sent at `send_ns`, received at
-    /// `recv_ns` (both ns on one clock), and says how it was classified.
+    /// `recv_ns` (both ns on one clock), from a sender with one lane; says how it was
+    /// classified.
     pub fn record(&mut self, seq: u64, send_ns: u64, recv_ns: u64) -> Arrival {
+        self.record_lane(0, seq, send_ns, recv_ns)
+    }
+
+    /// As [`StreamAccounting::record`], for an arrival sent by lane `lane` of a multi-queue
+    /// sender: reordering is judged against that lane's earlier arrivals only.
+    pub fn record_lane(&mut self, lane: u8, seq: u64, send_ns: u64, recv_ns: u64) -> Arrival {
         self.advance_intervals(recv_ns);
+        let lane = usize::from(lane);
+        if self.lane_highest.len() <= lane {
+            self.lane_highest.resize(lane + 1, None);
+        }
         self.arrivals += 1;
         self.last_arrival_ns = Some(recv_ns);
         let arrival = match self.highest {
@@ -257,8 +276,17 @@ impl StreamAccounting {
                         Arrival::Duplicate
                     } else {
                         self.seen[word] |= mask;
-                        self.max_reorder_distance = self.max_reorder_distance.max(h + 1 - seq);
-                        Arrival::Reordered
+                        match self.lane_highest[lane] {
+                            Some(lh) if seq < lh => {
+                                self.max_reorder_distance = self.max_reorder_distance.max(lh + 1 - seq);
+                                Arrival::Reordered
+                            }
+                            _ => {
+                                // behind another lane only: in order for its own lane
+                                self.lane_highest[lane] = Some(seq);
+                                Arrival::InOrder
+                            }
+                        }
                     }
                 }
             }
@@ -275,6 +303,7 @@ impl StreamAccounting {
                 let (word, mask) = Self::bit(seq);
                 self.seen[word] |= mask;
                 self.highest = Some(seq);
+                self.lane_highest[lane] = Some(seq);
                 Arrival::InOrder
             }
         };
@@ -453,6 +482,22 @@ mod tests {
         assert_eq!((sum(|b| b.frames), sum(|b| b.received), sum(|b| b.lost), sum(|b| b.duplicates)),
                    (r.expected, r.unique, r.lost, r.duplicates));
         assert!(StreamAccounting::new(1_000).report().seq_bins.is_empty(), "no bins unless asked for");
+    }
+
+    #[test]
+    fn lanes_interleave_without_reordering_and_reorder_within_a_lane() {
+        // lane 0 sent 0, 2, 3, 6; lane 1 sent 1, 4, 5 (a shared counter): lane 1 ran ahead,
+        // then lane 0 caught up; only lane 0's 3-after-6 is an inversion within a lane
+        let mut acc = StreamAccounting::new(1_000);
+        let arrivals: Vec<Arrival> =
+            [(1, 1), (1, 4), (0, 0), (0, 2), (1, 5), (0, 6), (0, 3), (1, 4)].iter().map(|&(lane, seq)| acc.record_lane(lane, seq, 0, 1)).collect();
+        use Arrival::*;
+        assert_eq!(arrivals, [InOrder, InOrder, InOrder, InOrder, InOrder, InOrder, Reordered, Duplicate]);
+        let r = acc.report();
+        assert_eq!((r.unique, r.reordered, r.max_reorder_distance, r.duplicates, r.lost), (7, 1, 4, 1, 0));
+        // the same arrivals from one lane: every arrival behind the highest is reordered
+        let (acc, _) = feed(&[1, 4, 0, 2, 5, 6, 3]);
+        assert_eq!(acc.report().reordered, 3);
     }
 
     #[test]

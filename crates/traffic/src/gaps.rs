@@ -84,6 +84,13 @@ impl Gaps {
         self.last_ns = None;
     }
 
+    /// Adds the gaps of another run (e.g. another sender thread's): the runs are not joined,
+    /// no gap is made between them.
+    pub fn merge(&mut self, other: &Gaps) {
+        self.gaps.merge(&other.gaps);
+        self.backwards += other.backwards;
+    }
+
     /// Gaps recorded so far.
     pub fn count(&self) -> u64 {
         self.gaps.count()

@@ -121,6 +121,27 @@ impl Histogram {
         self.counts.iter().take(Self::index(value)).sum()
     }
 
+    /// Adds every value `other` recorded (as if recorded here; the mean and variance combine
+    /// exactly, Chan et al.'s pairwise formula).
+    pub fn merge(&mut self, other: &Histogram) {
+        if other.count == 0 {
+            return;
+        }
+        if self.counts.len() < other.counts.len() {
+            self.counts.resize(other.counts.len(), 0);
+        }
+        for (mine, theirs) in self.counts.iter_mut().zip(&other.counts) {
+            *mine += theirs;
+        }
+        let (n1, n2) = (self.count as f64, other.count as f64);
+        let delta = other.mean - self.mean;
+        self.count += other.count;
+        self.mean += delta * n2 / (n1 + n2);
+        self.m2 += other.m2 + delta * delta * n1 * n2 / (n1 + n2);
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+    }
+
     /// Count, extremes, mean, standard deviation and [`PERCENTILES`]; `None` if empty.
     pub fn summary(&self) -> Option<Summary> {
         if self.count == 0 {
@@ -201,5 +222,23 @@ mod tests {
         assert!(h.summary().is_none());
         h.record(7);
         assert_eq!(h.summary().unwrap().min, 7);
+    }
+
+    #[test]
+    fn merging_is_recording_into_one() {
+        let (mut a, mut b, mut both) = (Histogram::new(), Histogram::new(), Histogram::new());
+        for v in [3u64, 900, 1500, 70_000] {
+            a.record(v);
+            both.record(v);
+        }
+        for v in [5u64, 2_000_000, 12] {
+            b.record(v);
+            both.record(v);
+        }
+        a.merge(&b);
+        a.merge(&Histogram::new());
+        let (m, w) = (a.summary().unwrap(), both.summary().unwrap());
+        assert_eq!((m.count, m.min, m.max, &m.percentiles), (w.count, w.min, w.max, &w.percentiles));
+        assert!((m.mean - w.mean).abs() < 1e-6 && (m.stddev - w.stddev).abs() < 1e-6);
     }
 }

@@ -2,7 +2,8 @@
 //!
 //! Layers, each depending only on those above it:
 //! - [`frame`]: frame sizes and rates with explicit units (L1 / L2 bit/s, frames/s);
-//! - [`payload`]: the probe every frame carries (stream id, 64-bit sequence number, send time);
+//! - [`payload`]: the probe every frame carries (stream id, sender lane, 56-bit sequence number,
+//!   send time);
 //! - [`histogram`], [`accounting`]: loss / duplicate / reorder / latency accounting of one
 //!   stream, with no I/O (reused by the simulator's sinks);
 //! - [`pacing`]: due times for constant, bursty and Poisson traffic; [`gaps`]: how evenly

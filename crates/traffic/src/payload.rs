@@ -14,6 +14,12 @@
 //! 78 hours; [`Probe::send_time_ns`] rebuilds the full time from the receive time, which is
 //! exact for any one-way latency below 78 hours. An end-of-stream probe tells the receiver how
 //! many sequence numbers the sender used, so losses at the tail are counted too.
+//!
+//! The lane is 0 for a sender with one socket, so its probes are byte for byte those of the
+//! earlier 8-byte sequence number field (bytes 4..12) below 2^56. A multi-queue xdp sender
+//! (one thread per TX queue, [`crate::sender`]) writes each thread's index there, so the
+//! receiver can tell the order each thread sent in from the interleaving of threads, which no
+//! one controls (see [`crate::accounting`], "reordered").
 
 /// Bytes of the probe header; the smallest UDP payload (64-byte frame) is exactly this.
 pub const PROBE_LEN: usize = 18;
@@ -22,10 +28,13 @@ pub const MAGIC: u8 = 0xFB;
 const MAGIC_AT: usize = 0;
 const KIND_AT: usize = 1;
 const STREAM: std::ops::Range<usize> = 2..4;
-const SEQ: std::ops::Range<usize> = 4..12;
+const LANE_AT: usize = 4;
+const SEQ: std::ops::Range<usize> = 5..12;
 const TIME: std::ops::Range<usize> = 12..18;
 const TIME_BITS: u32 = 48;
 const TIME_MASK: u64 = (1 << TIME_BITS) - 1;
+/// Largest sequence number a probe carries (56 bits).
+pub const MAX_SEQ: u64 = (1 << 56) - 1;
 
 /// What a probe says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,6 +61,8 @@ pub struct Probe {
     pub kind: Kind,
     /// Stream the probe belongs to.
     pub stream_id: u16,
+    /// The sending thread of a multi-queue sender (0 for a single sender).
+    pub lane: u8,
     /// Sequence number (see [`Kind`]).
     pub seq: u64,
     /// Low 48 bits of the send time (CLOCK_REALTIME, ns).
@@ -72,30 +83,36 @@ impl Probe {
         };
         let mut time = [0u8; 8];
         time[2..].copy_from_slice(&payload[TIME]);
+        let mut seq = [0u8; 8];
+        seq[1..].copy_from_slice(&payload[SEQ]);
         Some(Probe {
             kind,
             stream_id: u16::from_be_bytes(payload[STREAM].try_into().ok()?),
-            seq: u64::from_be_bytes(payload[SEQ].try_into().ok()?),
+            lane: payload[LANE_AT],
+            seq: u64::from_be_bytes(seq),
             send_time_low: u64::from_be_bytes(time),
         })
     }
 
-    /// Writes the fixed fields (magic, kind, stream id) into `payload[..PROBE_LEN]`.
+    /// Writes the fixed fields (magic, kind, stream id, lane) into `payload[..PROBE_LEN]`.
     ///
     /// # Panics
     /// If `payload` is shorter than [`PROBE_LEN`].
-    pub fn emit_header(payload: &mut [u8], kind: Kind, stream_id: u16) {
+    pub fn emit_header(payload: &mut [u8], kind: Kind, stream_id: u16, lane: u8) {
         payload[MAGIC_AT] = MAGIC;
         payload[KIND_AT] = kind.byte();
         payload[STREAM].copy_from_slice(&stream_id.to_be_bytes());
+        payload[LANE_AT] = lane;
     }
 
-    /// Writes the per-frame fields (sequence number, send time) into `payload[..PROBE_LEN]`.
+    /// Writes the per-frame fields (sequence number, at most [`MAX_SEQ`], and send time) into
+    /// `payload[..PROBE_LEN]`.
     ///
     /// # Panics
     /// If `payload` is shorter than [`PROBE_LEN`].
     pub fn emit_seq_time(payload: &mut [u8], seq: u64, send_time_ns: u64) {
-        payload[SEQ].copy_from_slice(&seq.to_be_bytes());
+        debug_assert!(seq <= MAX_SEQ);
+        payload[SEQ].copy_from_slice(&seq.to_be_bytes()[1..]);
         payload[TIME].copy_from_slice(&(send_time_ns & TIME_MASK).to_be_bytes()[2..]);
     }
 
@@ -116,14 +133,14 @@ mod tests {
     #[test]
     fn byte_layout_is_as_documented() {
         let mut buf = [0u8; PROBE_LEN];
-        Probe::emit_header(&mut buf, Kind::Data, 0x0102);
-        Probe::emit_seq_time(&mut buf, 0x0304_0506_0708_090A, 0xAAAA_1112_1314_1516);
+        Probe::emit_header(&mut buf, Kind::Data, 0x0102, 3);
+        Probe::emit_seq_time(&mut buf, 0x0004_0506_0708_090A, 0xAAAA_1112_1314_1516);
         assert_eq!(
             buf,
             [0xFB, b'D', 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16]
         );
         let probe = Probe::parse(&buf).unwrap();
-        assert_eq!(probe.seq, 0x0304_0506_0708_090A);
+        assert_eq!((probe.lane, probe.seq), (3, 0x0004_0506_0708_090A));
         assert_eq!(probe.stream_id, 0x0102);
         assert_eq!(probe.send_time_low, 0x1112_1314_1516);
     }
@@ -131,7 +148,7 @@ mod tests {
     #[test]
     fn send_time_survives_the_48_bit_wrap() {
         let mut buf = [0u8; PROBE_LEN];
-        Probe::emit_header(&mut buf, Kind::End, 7);
+        Probe::emit_header(&mut buf, Kind::End, 7, 0);
         let sent = (5u64 << 48) - 100;
         Probe::emit_seq_time(&mut buf, 9, sent);
         let probe = Probe::parse(&buf).unwrap();
@@ -143,7 +160,7 @@ mod tests {
     #[test]
     fn non_probes_are_rejected() {
         let mut buf = [0u8; PROBE_LEN];
-        Probe::emit_header(&mut buf, Kind::Data, 1);
+        Probe::emit_header(&mut buf, Kind::Data, 1, 0);
         assert!(Probe::parse(&buf[..PROBE_LEN - 1]).is_none());
         let mut bad_kind = buf;
         bad_kind[1] = b'X';

@@ -2,7 +2,10 @@
 //! timestamps each in the kernel (`SO_TIMESTAMPING` software receive stamps, CLOCK_REALTIME)
 //! and feeds the per-stream [`StreamAccounting`]; or, in xdp mode, takes them off an AF_XDP
 //! socket's RX ring (an XDP program redirects the probe port's frames there), timed in user
-//! space as the ring is read, since AF_XDP carries no kernel timestamp.
+//! space as the ring is read, since AF_XDP carries no kernel timestamp. With `queues` N, xdp
+//! mode opens one AF_XDP socket per RX queue 0..N-1 (the XDP program sends each frame to its
+//! queue's socket) and one thread reads all N rings, so every frame goes through one
+//! accounting per stream: the report is one, with the frames taken from each queue beside it.
 //!
 //! Latency is always computed from one consistent pair on one clock: the probe's send time
 //! (the sender's CLOCK_REALTIME) and the CLOCK_REALTIME receive stamp. Where the interface has
@@ -22,8 +25,8 @@ use crate::packet;
 use crate::payload::{Kind, Probe};
 use crate::sys;
 use crate::timestamping::{self, Capability, HardwareStamping, Source, Timestamps};
-use crate::xdp_redirect::{AttachMode, Redirect};
-use crate::xsk::{BindMode, XskSocket};
+use crate::xdp_redirect::{self, AttachMode, Redirect};
+use crate::xsk::{self, BindMode, XskSocket};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io;
@@ -79,10 +82,26 @@ pub struct ReceiverConfig {
     /// UDP mode: accept datagrams coalesced by UDP GRO (each still accounted on its own).
     #[serde(default = "default_gro")]
     pub gro: bool,
+    /// xdp mode: read RX queues 0..queues of the interface (1..=the queues it has).
+    #[serde(default = "default_queues")]
+    pub queues: u32,
 }
 
 fn default_gro() -> bool {
     true
+}
+
+fn default_queues() -> u32 {
+    1
+}
+
+/// Frames taken from one queue's AF_XDP socket (probes or not).
+#[derive(Debug, Clone, Serialize)]
+pub struct QueueFrames {
+    /// RX queue index.
+    pub queue: u32,
+    /// Frames read from its ring.
+    pub frames: u64,
 }
 
 /// One stream's measurements plus the frame sizes seen.
@@ -125,6 +144,8 @@ pub struct ReceiverReport {
     pub xsk_bind: Option<BindMode>,
     /// xdp mode: how the redirecting XDP program was attached.
     pub xdp_attach: Option<AttachMode>,
+    /// xdp mode: the RX queues read (one AF_XDP socket each) and the frames each gave.
+    pub queues: Option<Vec<QueueFrames>>,
     /// Which stamps and clock the latency (`tx`, `rx`, `clock`) and the gaps come from.
     pub timestamps: Timestamps,
     /// Per probe with a kernel receive stamp: the receiver's CLOCK_REALTIME when it handled the
@@ -136,8 +157,9 @@ pub struct ReceiverReport {
 /// Where frames come from.
 enum Input {
     Socket(OwnedFd),
-    /// The AF_XDP socket, and the XDP program that feeds it (detached when dropped).
-    Xsk(Box<XskSocket>, Redirect),
+    /// The AF_XDP sockets of queues 0..N-1, the XDP program that feeds them (detached when
+    /// dropped), and the frames taken from each.
+    Xsk(Vec<XskSocket>, Redirect, Vec<u64>),
 }
 
 struct Stream {
@@ -204,6 +226,9 @@ impl Receiver {
                 }
             }
         }
+        if config.mode != Mode::Xdp && config.queues != 1 {
+            return Err(invalid(format!("queues {} is for xdp mode only", config.queues)));
+        }
         let socket = match config.mode {
             Mode::Udp => sys::udp_socket((config.bind.unwrap_or(Ipv4Addr::UNSPECIFIED), config.port), None)?,
             Mode::Raw => {
@@ -215,9 +240,18 @@ impl Receiver {
             Mode::Xdp => {
                 let name = config.interface.as_deref().ok_or_else(|| invalid("xdp mode needs an interface".into()))?;
                 let index = sys::interface_index(name)? as u32;
+                let has = sys::interface_queues(name, false)?;
+                let most = has.min(xdp_redirect::MAX_QUEUES);
+                if !(1..=most).contains(&config.queues) {
+                    return Err(invalid(format!("queues {} is out of range for {name} (1..={most}: it has {has} RX queues)", config.queues)));
+                }
                 let mut redirect = Redirect::load(config.port)?;
-                let xsk = XskSocket::open(index, 0, true)?;
-                redirect.insert(0, xsk.fd())?;
+                let mut sockets = Vec::new();
+                for queue in 0..config.queues {
+                    let xsk = XskSocket::open(index, queue, true)?;
+                    redirect.insert(queue, xsk.fd())?;
+                    sockets.push(xsk);
+                }
                 redirect.attach(index, name)?;
                 let capability = Capability::of_interface(name).ok();
                 let userspace = Timestamps {
@@ -232,7 +266,8 @@ impl Receiver {
                         timestamping::hardware_statement(Some(name), capability.as_ref(), false)
                     ),
                 };
-                return Ok(Receiver::with_input(config, Input::Xsk(Box::new(xsk), redirect), 0, userspace, None));
+                let counts = vec![0; sockets.len()];
+                return Ok(Receiver::with_input(config, Input::Xsk(sockets, redirect, counts), 0, userspace, None));
             }
         };
         let (timestamps, hardware) = open_rx_stamping(&config, &socket)?;
@@ -303,10 +338,16 @@ impl Receiver {
                     }
                     n
                 }
-                Input::Xsk(xsk, _) => {
+                Input::Xsk(sockets, _, counts) => {
                     let port = self.config.port;
                     let mut probes = Vec::with_capacity(64);
-                    let n = xsk.receive(20, |frame| probes.push(frame_probe(frame, port)))?;
+                    xsk::wait_any(sockets, 20)?;
+                    let mut n = 0;
+                    for (xsk, count) in sockets.iter_mut().zip(counts.iter_mut()) {
+                        let taken = xsk.take(|frame| probes.push(frame_probe(frame, port)));
+                        *count += taken as u64;
+                        n += taken;
+                    }
                     let recv_ns = sys::realtime_ns();
                     self.untimestamped += n as u64;
                     for probe in probes {
@@ -386,7 +427,7 @@ impl Receiver {
                 stream.frame_size_min = stream.frame_size_min.min(frame_size);
                 stream.frame_size_max = stream.frame_size_max.max(frame_size);
                 let send_ns = probe.send_time_ns(recv_ns).max(0) as u64;
-                stream.accounting.record(probe.seq, send_ns, recv_ns);
+                stream.accounting.record_lane(probe.lane, probe.seq, send_ns, recv_ns);
                 stream.gaps.record(gap_ns);
             }
             Kind::End => {
@@ -401,10 +442,12 @@ impl Receiver {
     /// The measurements so far (final once [`Receiver::step`] returned true).
     pub fn report(&self) -> ReceiverReport {
         let end = self.finished_at_ns.unwrap_or_else(sys::monotonic_ns);
-        let (socket_drops, xsk_bind, xdp_attach) = match &self.input {
-            Input::Socket(fd) => (sys::socket_drops(fd).ok().max(self.socket_drops), None, None),
-            Input::Xsk(xsk, redirect) => {
-                (xsk.drops().ok().map(|d| d.min(u64::from(u32::MAX)) as u32), Some(xsk.bind_mode()), redirect.attach_mode())
+        let (socket_drops, xsk_bind, xdp_attach, queues) = match &self.input {
+            Input::Socket(fd) => (sys::socket_drops(fd).ok().max(self.socket_drops), None, None, None),
+            Input::Xsk(sockets, redirect, counts) => {
+                let drops: Option<u64> = sockets.iter().map(|x| x.drops().ok()).sum();
+                let queues = counts.iter().enumerate().map(|(q, &frames)| QueueFrames { queue: q as u32, frames }).collect();
+                (drops.map(|d| d.min(u64::from(u32::MAX)) as u32), Some(sockets[0].bind_mode()), redirect.attach_mode(), Some(queues))
             }
         };
         ReceiverReport {
@@ -413,6 +456,7 @@ impl Receiver {
             socket_drops,
             xsk_bind,
             xdp_attach,
+            queues,
             timestamps: self.timestamps.clone(),
             read_after_rx_stamp_ns: self.read_after_rx_stamp.summary(),
             untimestamped: self.untimestamped,
@@ -535,7 +579,7 @@ mod tests {
         emit_headers(&mut frame, &a);
         for (i, &seq) in seqs.iter().enumerate() {
             let at = packet::HEADERS_LEN + i * PROBE_LEN;
-            Probe::emit_header(&mut frame[at..at + PROBE_LEN], Kind::Data, 3);
+            Probe::emit_header(&mut frame[at..at + PROBE_LEN], Kind::Data, 3, 0);
             Probe::emit_seq_time(&mut frame[at..at + PROBE_LEN], seq, 0);
         }
         frame
@@ -593,5 +637,6 @@ mod tests {
         assert!(err(r#"{"mode":"udp","port":0,"linger_s":100}"#).contains("linger 100 s is out of range (0..=60 s)"));
         assert!(err(r#"{"mode":"raw","port":0}"#).contains("raw mode needs an interface"));
         assert!(err(r#"{"mode":"tcp","port":0}"#).contains("unknown variant `tcp`"));
+        assert!(err(r#"{"mode":"udp","port":0,"queues":2}"#).contains("queues 2 is for xdp mode only"));
     }
 }

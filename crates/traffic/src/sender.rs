@@ -9,6 +9,22 @@
 //! otherwise (xdp mode, `gso`, unpaced) the time of the send call. The report's `gaps` and
 //! `timestamps` say which.
 //!
+//! Multi-queue (xdp mode, `queues` N > 1): N AF_XDP sockets, one per TX queue 0..N-1, each
+//! driven by its own sender (a *lane*) on its own thread, pinned to the k-th CPU the process
+//! may use (modulo their number); lane 0 runs in the caller's thread (pinned for the run, its
+//! affinity put back at the end), lanes 1..N-1 on threads started at the first step. The lanes
+//! share the one stream: each paces rate/N (lane k's schedule shifted by k frame gaps of the
+//! whole stream, k bursts for bursts, its own seed for Poisson, so the merged stream has the
+//! requested shape), and each frame's sequence number comes from one shared atomic counter
+//! taken when the frame is due. So the numbers used are always exactly 0..M, with no gap, however
+//! unevenly the lanes run (a lane that falls behind takes fewer numbers, it leaves no holes):
+//! the receiver's expected = M, and sent = received + lost stays exact; with numbers fixed per
+//! lane (k, k+N, ...) a lane that fell behind at the deadline would leave numbers unused that
+//! the receiver would count as lost. Within a lane the numbers increase; each probe carries its
+//! lane ([`crate::payload`]) so the receiver judges reordering within each lane, not across
+//! lanes, whose interleaving nobody controls. Lane 0 sends the end-of-stream probes once every
+//! lane has finished, and its report merges all lanes', with the frames each queue sent.
+//!
 //! Work is done in [`Sender::step`] slices so a caller can check for Ctrl-C or show progress
 //! between them. A test mode ([`Impairment`]) drops, duplicates or swaps chosen sequence
 //! numbers on purpose, after the sequence numbers are assigned: an impairment whose effect on
@@ -19,15 +35,19 @@ use crate::gaps::{GapReport, Gaps};
 use crate::histogram::{Histogram, Summary};
 use crate::pacing::{Pattern, Schedule};
 use crate::packet::{self, Addresses};
-use crate::payload::{Kind, Probe, PROBE_LEN};
+use crate::payload::{Kind, Probe, MAX_SEQ, PROBE_LEN};
 use crate::sys;
 use crate::timestamping::{self, Capability, HardwareStamping, Source, Timestamps, TxStamp};
+use crate::xdp_redirect::MAX_QUEUES;
 use crate::xsk::{self, BindMode, XskSocket};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::io;
 use std::net::Ipv4Addr;
 use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
 
 /// How frames leave the host.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -37,8 +57,9 @@ pub enum Mode {
     Udp,
     /// An AF_PACKET socket on one interface; the sender writes the whole frame.
     Raw,
-    /// An AF_XDP socket on queue 0 of one interface; the sender writes the whole frame (as
-    /// raw mode), the receiver takes frames an XDP program redirects to it.
+    /// AF_XDP sockets on queues 0..N-1 of one interface (N = `queues`, default 1); the
+    /// sender writes the whole frame (as raw mode), the receiver takes frames an XDP program
+    /// redirects to it.
     Xdp,
 }
 
@@ -85,6 +106,10 @@ fn default_batch() -> usize {
 
 fn default_end_probes() -> u32 {
     3
+}
+
+fn default_queues() -> u32 {
+    1
 }
 
 /// What to send, where, how fast and for how long.
@@ -137,6 +162,21 @@ pub struct SenderConfig {
     /// one packet per batch. Falls back to `sendmmsg` where the kernel refuses.
     #[serde(default)]
     pub gso: bool,
+    /// xdp mode: send on TX queues 0..queues, one thread each (1..=the queues the interface
+    /// has).
+    #[serde(default = "default_queues")]
+    pub queues: u32,
+}
+
+/// Frames one TX queue's sender sent.
+#[derive(Debug, Clone, Serialize)]
+pub struct QueueSent {
+    /// TX queue index (and the lane in the probes).
+    pub queue: u32,
+    /// Data frames it handed to the kernel (duplicates included).
+    pub frames_sent: u64,
+    /// The CPU its thread was pinned to (`None`: not pinned, one queue).
+    pub cpu: Option<usize>,
 }
 
 /// What the sender did.
@@ -188,6 +228,8 @@ pub struct SenderReport {
     pub gso: bool,
     /// xdp mode: how the kernel moved frames from the socket's memory to the interface.
     pub xsk_bind: Option<BindMode>,
+    /// xdp mode: the TX queues used, one sender thread each, and what each sent.
+    pub queues: Option<Vec<QueueSent>>,
     /// Which stamps the gaps come from (`tx`, on the clock `clock`), and what the interface
     /// offers.
     pub timestamps: Timestamps,
@@ -198,7 +240,8 @@ pub struct SenderReport {
     /// latency computed from the payload stamp carries on the send side.
     pub tx_stamp_after_payload_ns: Option<Summary>,
     /// Distribution of the gaps between frames as sent, against 1 / requested rate (paced)
-    /// or the mean gap (unpaced); `None` before two frames.
+    /// or the mean gap (unpaced); `None` before two frames. Multi-queue: the gaps within each
+    /// lane, against N / requested rate (each lane's own pace).
     pub gaps: Option<GapReport>,
 }
 
@@ -218,9 +261,33 @@ struct TxStamping {
 /// Send times kept for matching TX stamps (frames sent but not yet stamped, at most).
 const PAYLOAD_TIMES: usize = 1 << 16;
 
-/// A running generator.
+/// What the lanes of one stream share.
+struct Shared {
+    /// The next sequence number (may run past `count` by the lanes that found it used up).
+    next_seq: AtomicU64,
+    /// Set to end every lane early (an error in one, or the sender dropped).
+    stop: AtomicBool,
+    /// Data frames sent, per lane.
+    sent: Vec<AtomicU64>,
+}
+
+/// A running generator (lane 0 of its stream, or another lane on its own thread).
 pub struct Sender {
     config: SenderConfig,
+    lane: u8,
+    shared: Arc<Shared>,
+    /// Added to every due time (this lane's place in the stream's schedule).
+    offset_ns: u64,
+    /// The CPU this lane's thread is pinned to (multi-queue).
+    cpu: Option<usize>,
+    /// Lane 0: the caller's affinity, to put back when the run ends.
+    affinity: Option<libc::cpu_set_t>,
+    /// Lane 0: lanes 1..N, before the start, running, and finished.
+    waiting: Vec<Sender>,
+    running: Vec<JoinHandle<io::Result<Sender>>>,
+    done: Vec<Sender>,
+    /// All data frames of this lane sent (end probes and the other lanes still to come).
+    data_done: bool,
     output: Output,
     frame_len: usize,
     payload_at: usize,
@@ -229,7 +296,6 @@ pub struct Sender {
     requested_fps: Option<f64>,
     deadline_ns: Option<u64>,
     next_due_ns: u64,
-    slots_used: u64,
     held: Option<u64>,
     start_ns: u64,
     start_realtime_ns: u64,
@@ -269,12 +335,46 @@ impl Sender {
         serde_json::to_string(&self.report()).expect("reports are plain data")
     }
 
-    /// Validates `config` and opens the socket; pacing starts at the first [`Sender::step`].
+    /// Validates `config` and opens the socket (one per queue in multi-queue xdp mode);
+    /// pacing starts at the first [`Sender::step`].
     ///
     /// # Errors
     /// `InvalidInput` naming the bad value, or the OS error of opening the socket.
     pub fn new(config: SenderConfig) -> io::Result<Sender> {
         let invalid = |m: String| io::Error::new(io::ErrorKind::InvalidInput, m);
+        let queues = config.queues;
+        if queues != 1 {
+            if config.mode != Mode::Xdp {
+                return Err(invalid(format!("queues {queues} is for xdp mode only")));
+            }
+            if let Some(name) = config.interface.as_deref() {
+                let has = sys::interface_queues(name, true)?;
+                let most = has.min(MAX_QUEUES);
+                if !(1..=most).contains(&queues) {
+                    return Err(invalid(format!("queues {queues} is out of range for {name} (1..={most}: it has {has} TX queues)")));
+                }
+            }
+        }
+        if let Some(count) = config.count.filter(|&c| c > MAX_SEQ) {
+            return Err(invalid(format!("count {count} is out of range (1..={MAX_SEQ}: 56-bit sequence numbers)")));
+        }
+        let shared = Arc::new(Shared {
+            next_seq: AtomicU64::new(0),
+            stop: AtomicBool::new(false),
+            sent: (0..queues.max(1)).map(|_| AtomicU64::new(0)).collect(),
+        });
+        let mut first = Sender::open(config.clone(), 0, Arc::clone(&shared))?;
+        for lane in 1..queues {
+            let config = SenderConfig { end_probes: 0, ..config.clone() };
+            first.waiting.push(Sender::open(config, lane as u8, Arc::clone(&shared))?);
+        }
+        Ok(first)
+    }
+
+    /// Lane `lane` of `shared.sent.len()` lanes: validates `config` and opens its socket.
+    fn open(config: SenderConfig, lane: u8, shared: Arc<Shared>) -> io::Result<Sender> {
+        let invalid = |m: String| io::Error::new(io::ErrorKind::InvalidInput, m);
+        let lanes = shared.sent.len() as u32;
         if !(1..=sys::MAX_BATCH).contains(&config.batch) {
             return Err(invalid(format!("batch {} is out of range (1..={})", config.batch, sys::MAX_BATCH)));
         }
@@ -294,7 +394,13 @@ impl Sender {
             return Err(invalid("count 0 is not valid (1 or more frames)".into()));
         }
         let requested_fps = config.rate.frames_per_sec(config.frame_size).map_err(invalid)?;
-        let schedule = Schedule::new(config.pattern, requested_fps).map_err(invalid)?;
+        let (pattern, offset_frames) = match config.pattern {
+            Pattern::Constant => (config.pattern, u64::from(lane)),
+            Pattern::Bursts { frames } => (config.pattern, u64::from(lane) * u64::from(frames)),
+            Pattern::Poisson { seed } => (Pattern::Poisson { seed: seed.wrapping_add(u64::from(lane)) }, 0),
+        };
+        let schedule = Schedule::new(pattern, requested_fps.map(|f| f / f64::from(lanes))).map_err(invalid)?;
+        let offset_ns = requested_fps.map_or(0, |f| (offset_frames as f64 * 1e9 / f) as u64);
         let size = config.frame_size;
         let (output, frame_len, payload_at, header) = match config.mode {
             Mode::Udp => {
@@ -326,7 +432,7 @@ impl Sender {
                     sys::set_buffers(&fd, 4 << 20);
                     Output::Socket(fd)
                 } else {
-                    Output::Xsk(XskSocket::open(index as u32, 0, false)?)
+                    Output::Xsk(XskSocket::open(index as u32, u32::from(lane), false)?)
                 };
                 (output, frame_len, packet::HEADERS_LEN, Some(addresses))
             }
@@ -342,11 +448,20 @@ impl Sender {
             if let Some(a) = &header {
                 packet::emit_headers(frame, a);
             }
-            Probe::emit_header(&mut frame[payload_at..payload_at + PROBE_LEN], Kind::Data, config.stream_id);
+            Probe::emit_header(&mut frame[payload_at..payload_at + PROBE_LEN], Kind::Data, config.stream_id, lane);
         }
         Ok(Sender {
             deadline_ns: config.duration_s.map(|d| (d * 1e9) as u64),
             config,
+            lane,
+            shared,
+            offset_ns,
+            cpu: None,
+            affinity: None,
+            waiting: Vec::new(),
+            running: Vec::new(),
+            done: Vec::new(),
+            data_done: false,
             output,
             frame_len,
             payload_at,
@@ -354,7 +469,6 @@ impl Sender {
             schedule,
             requested_fps,
             next_due_ns: 0,
-            slots_used: 0,
             held: None,
             start_ns: 0,
             start_realtime_ns: 0,
@@ -374,8 +488,84 @@ impl Sender {
     }
 
     fn slots_exhausted(&self) -> bool {
-        self.config.count.is_some_and(|c| self.slots_used >= c)
+        self.config.count.is_some_and(|c| self.shared.next_seq.load(Ordering::Relaxed) >= c)
             || self.deadline_ns.is_some_and(|d| self.requested_fps.is_some() && self.next_due_ns >= d)
+    }
+
+    /// Sequence numbers the stream used (all lanes).
+    fn sequence_count(&self) -> u64 {
+        self.shared.next_seq.load(Ordering::Relaxed).min(self.config.count.unwrap_or(u64::MAX))
+    }
+
+    /// The next sequence number of the stream, `None` once `count` are used.
+    fn take_seq(&self) -> Option<u64> {
+        let seq = self.shared.next_seq.fetch_add(1, Ordering::Relaxed);
+        self.config.count.is_none_or(|c| seq < c).then_some(seq)
+    }
+
+    fn next_due(&mut self) -> u64 {
+        self.schedule.next_due_ns() + self.offset_ns
+    }
+
+    /// Lane 0, first step: pins itself and starts lanes 1..N on their threads, pinned, with
+    /// the same start time.
+    fn start_lanes(&mut self) {
+        if self.waiting.is_empty() {
+            return;
+        }
+        let cpus = allowed_cpus();
+        if let Some(&cpu) = cpus.first() {
+            self.affinity = pin_to(cpu).ok();
+            self.cpu = self.affinity.map(|_| cpu);
+        }
+        for mut lane in std::mem::take(&mut self.waiting) {
+            let cpu = (!cpus.is_empty()).then(|| cpus[usize::from(lane.lane) % cpus.len()]);
+            let (start_ns, start_realtime_ns) = (self.start_ns, self.start_realtime_ns);
+            self.running.push(std::thread::spawn(move || {
+                lane.cpu = cpu.filter(|&c| pin_to(c).is_ok());
+                lane.start_ns = start_ns;
+                lane.start_realtime_ns = start_realtime_ns;
+                lane.next_due_ns = lane.next_due();
+                while !lane.shared.stop.load(Ordering::Relaxed) {
+                    match lane.step(50_000_000) {
+                        Ok(true) => break,
+                        Ok(false) => {}
+                        Err(e) => {
+                            lane.shared.stop.store(true, Ordering::Relaxed);
+                            return Err(e);
+                        }
+                    }
+                }
+                Ok(lane)
+            }));
+        }
+    }
+
+    /// Lane 0: waits until `step_end` (monotonic ns) for the other lanes to finish; true once
+    /// all have (their reports then in `done`).
+    ///
+    /// # Errors
+    /// The first error a lane ended with.
+    fn join_lanes(&mut self, step_end: u64) -> io::Result<bool> {
+        while self.running.iter().any(|h| !h.is_finished()) {
+            if sys::monotonic_ns() >= step_end {
+                return Ok(false);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        for handle in std::mem::take(&mut self.running) {
+            let lane = handle.join().map_err(|_| io::Error::other("a sender thread panicked"))??;
+            self.done.push(lane);
+        }
+        Ok(true)
+    }
+
+    /// Lane 0: puts back the caller's CPU affinity.
+    fn unpin(&mut self) {
+        if let Some(set) = self.affinity.take() {
+            // SAFETY: a set sched_getaffinity filled, for the calling thread.
+            unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+        }
     }
 
     /// Sends for at most `max_ns` of wall time; returns true once everything (end probes
@@ -390,7 +580,8 @@ impl Sender {
         if self.start_ns == 0 {
             self.start_ns = sys::monotonic_ns();
             self.start_realtime_ns = sys::realtime_ns();
-            self.next_due_ns = self.schedule.next_due_ns();
+            self.next_due_ns = self.next_due();
+            self.start_lanes();
         }
         let step_end = sys::monotonic_ns() + max_ns;
         let impaired = !self.config.impair.is_empty();
@@ -401,13 +592,21 @@ impl Sender {
             let now_abs = sys::monotonic_ns();
             let now = now_abs - self.start_ns;
             let past_deadline = self.deadline_ns.is_some_and(|d| now >= d + self.catch_up_ns(d));
-            if past_deadline || self.slots_exhausted() {
-                self.count_unsent_due();
-                if let Some(seq) = self.held.take() {
-                    self.send_seqs(&[seq])?;
+            let stopped = self.shared.stop.load(Ordering::Relaxed);
+            if self.data_done || past_deadline || stopped || self.slots_exhausted() {
+                if !self.data_done {
+                    self.count_unsent_due();
+                    if let Some(seq) = self.held.take() {
+                        self.send_seqs(&[seq])?;
+                    }
+                    self.read_last_tx_stamps()?;
+                    self.data_done = true;
                 }
-                self.read_last_tx_stamps()?;
+                if !self.join_lanes(step_end)? {
+                    return Ok(false);
+                }
                 self.send_end_probes()?;
+                self.unpin();
                 self.finished = true;
                 return Ok(true);
             }
@@ -422,9 +621,8 @@ impl Sender {
             let mut seqs = [0u64; sys::MAX_BATCH];
             let mut n = 0;
             while n + room <= batch && self.next_due_ns <= now && !self.slots_exhausted() {
-                let seq = self.slots_used;
-                self.slots_used += 1;
-                self.next_due_ns = self.schedule.next_due_ns();
+                let Some(seq) = self.take_seq() else { break };
+                self.next_due_ns = self.next_due();
                 if !impaired {
                     seqs[n] = seq;
                     n += 1;
@@ -469,6 +667,7 @@ impl Sender {
         }
         self.send_all(seqs.len())?;
         self.frames_sent += seqs.len() as u64;
+        self.shared.sent[usize::from(self.lane)].fetch_add(seqs.len() as u64, Ordering::Relaxed);
         if self.tx_stamping.is_some() {
             self.read_tx_stamps()?;
         } else {
@@ -553,8 +752,8 @@ impl Sender {
         let mut end = vec![0u8; self.frame_len];
         end.copy_from_slice(&self.buffers[..self.frame_len]);
         let at = self.payload_at;
-        Probe::emit_header(&mut end[at..at + PROBE_LEN], Kind::End, self.config.stream_id);
-        Probe::emit_seq_time(&mut end[at..at + PROBE_LEN], self.slots_used, sys::realtime_ns());
+        Probe::emit_header(&mut end[at..at + PROBE_LEN], Kind::End, self.config.stream_id, self.lane);
+        Probe::emit_seq_time(&mut end[at..at + PROBE_LEN], self.sequence_count(), sys::realtime_ns());
         let mut frames = end.repeat(count);
         let mut done = 0;
         while done < count {
@@ -573,22 +772,33 @@ impl Sender {
     }
 
     /// What was sent so far (final once [`Sender::step`] returned true).
+    /// Multi-queue: merges the lanes that have finished (all of them once the run has).
     pub fn report(&self) -> SenderReport {
         let size = self.config.frame_size;
+        let lanes: Vec<&Sender> = std::iter::once(self).chain(&self.done).collect();
+        let last_send_ns = lanes.iter().map(|l| l.last_send_ns).max().unwrap_or(0);
         let elapsed_ns = match (self.deadline_ns, self.finished) {
             (Some(d), true) => d,
-            _ => self.last_send_ns.saturating_sub(self.start_ns) + self.requested_fps.map_or(0, |f| (1e9 / f) as u64),
+            _ => last_send_ns.saturating_sub(self.start_ns) + self.requested_fps.map_or(0, |f| (1e9 / f) as u64),
         };
         let elapsed_s = elapsed_ns.max(1) as f64 / 1e9;
-        let achieved_fps = self.frames_sent as f64 / elapsed_s;
-        let unsent_due = self.unsent_due;
+        let frames_sent: u64 = self.shared.sent.iter().map(|s| s.load(Ordering::Relaxed)).sum();
+        let achieved_fps = frames_sent as f64 / elapsed_s;
+        let sequence_count = self.sequence_count();
+        let unsent_due = lanes.iter().map(|l| l.unsent_due).sum::<u64>().min(self.config.count.map_or(u64::MAX, |c| c - sequence_count));
+        let max_lag_ns = lanes.iter().map(|l| l.max_lag_ns).max().unwrap_or(0);
+        let mut gaps = self.gaps.clone();
+        for lane in &self.done {
+            gaps.merge(&lane.gaps);
+        }
+        let lane_count = self.shared.sent.len() as f64;
         let lag_limit = LAG_TOLERANCE * elapsed_s * 1e9;
         let shortfall_reason = match self.requested_fps {
             None => None,
             Some(_) if unsent_due > 0 => Some(format!("{unsent_due} frames due before the end were never sent")),
-            Some(req) if self.finished && (self.max_lag_ns as f64) > lag_limit.max(1e6) => Some(format!(
+            Some(req) if self.finished && (max_lag_ns as f64) > lag_limit.max(1e6) => Some(format!(
                 "frames fell up to {:.3} ms behind schedule (requested {:.0} frames/s, achieved {:.0})",
-                self.max_lag_ns as f64 / 1e6,
+                max_lag_ns as f64 / 1e6,
                 req,
                 achieved_fps
             )),
@@ -600,16 +810,16 @@ impl Sender {
             udp_payload: size.udp_payload(),
             stream_id: self.config.stream_id,
             requested_fps: self.requested_fps,
-            frames_sent: self.frames_sent,
+            frames_sent,
             end_probes_sent: self.end_probes_sent,
-            sequence_count: self.slots_used,
+            sequence_count,
             elapsed_s,
             achieved_fps,
             achieved_l1_bps: achieved_fps * size.l1_bits() as f64,
             achieved_l2_bps: achieved_fps * size.l2_bits() as f64,
             unsent_due,
-            max_lag_ns: self.max_lag_ns,
-            kernel_refusals: self.kernel_refusals,
+            max_lag_ns,
+            kernel_refusals: lanes.iter().map(|l| l.kernel_refusals).sum(),
             port_unreachable: self.port_unreachable,
             shortfall: shortfall_reason.is_some(),
             shortfall_reason,
@@ -620,10 +830,19 @@ impl Sender {
                 Output::Xsk(xsk) => Some(xsk.bind_mode()),
                 Output::Socket(_) => None,
             },
+            queues: (self.config.mode == Mode::Xdp).then(|| {
+                let cpus = std::iter::once(self.cpu).chain(self.done.iter().map(|l| l.cpu)).chain(std::iter::repeat(None));
+                self.shared.sent.iter().zip(cpus).enumerate().map(|(q, (sent, cpu))| QueueSent {
+                    queue: q as u32,
+                    frames_sent: sent.load(Ordering::Relaxed),
+                    cpu,
+                })
+                .collect()
+            }),
             timestamps: self.timestamps.clone(),
             tx_stamps: self.tx_stamping.as_ref().map_or(0, |s| s.received),
             tx_stamp_after_payload_ns: self.tx_stamping.as_ref().and_then(|s| s.after_payload.summary()),
-            gaps: self.gaps.report(self.requested_fps.map(|f| 1e9 / f)),
+            gaps: gaps.report(self.requested_fps.map(|f| 1e9 * lane_count / f)),
         }
     }
 
@@ -640,9 +859,9 @@ impl Sender {
     fn count_unsent_due(&mut self) {
         let (Some(deadline), Some(_)) = (self.deadline_ns, self.requested_fps) else { return };
         let limit = self.config.count.unwrap_or(u64::MAX);
-        while self.next_due_ns < deadline && self.slots_used + self.unsent_due < limit {
+        while self.next_due_ns < deadline && self.sequence_count() + self.unsent_due < limit {
             self.unsent_due += 1;
-            self.next_due_ns = self.schedule.next_due_ns();
+            self.next_due_ns = self.next_due();
         }
     }
 }
@@ -702,6 +921,43 @@ fn open_tx_stamping(config: &SenderConfig, output: &Output, paced: bool, gso: bo
         after_payload: Histogram::new(),
     };
     Ok((Some(stamping), timestamps))
+}
+
+impl Drop for Sender {
+    /// Ends the other lanes (Ctrl-C, an error) and puts back the caller's CPU affinity.
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::Relaxed);
+        for handle in self.running.drain(..) {
+            let _ = handle.join();
+        }
+        self.unpin();
+    }
+}
+
+/// The CPUs this process may run on, in order.
+fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: an all-zero cpu_set_t is the empty set; sched_getaffinity fills at most its size.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    if unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) } != 0 {
+        return Vec::new();
+    }
+    (0..libc::CPU_SETSIZE as usize).filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) }).collect()
+}
+
+/// Pins the calling thread to `cpu`; returns the affinity it had.
+fn pin_to(cpu: usize) -> io::Result<libc::cpu_set_t> {
+    // SAFETY: as in `allowed_cpus`; CPU_SET stays within the set for cpu < CPU_SETSIZE.
+    let mut before: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let size = std::mem::size_of::<libc::cpu_set_t>();
+    if unsafe { libc::sched_getaffinity(0, size, &mut before) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut only: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    unsafe { libc::CPU_SET(cpu, &mut only) };
+    if unsafe { libc::sched_setaffinity(0, size, &only) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(before)
 }
 
 /// Sleeps until shortly before `target_ns` (CLOCK_MONOTONIC), then spins to it.

@@ -152,6 +152,34 @@ pub fn interface_ioctl(name: &str, request: libc::c_ulong, data: *mut libc::c_vo
     check(unsafe { libc::ioctl(fd.as_raw_fd(), request as _, &mut req) }).map(drop)
 }
 
+/// `SIOCETHTOOL` from linux/sockios.h (not in the libc crate).
+pub const SIOCETHTOOL: libc::c_ulong = 0x8946;
+
+/// The TX (`tx`) or RX queues interface `name` has in use: the channels ethtool reports
+/// (ETHTOOL_GCHANNELS: combined plus TX-only or RX-only channels), or where the driver does not
+/// report channels, the `tx-N` / `rx-N` entries of /sys/class/net/NAME/queues.
+///
+/// # Errors
+/// When neither can be read (no such interface).
+pub fn interface_queues(name: &str, tx: bool) -> io::Result<u32> {
+    const ETHTOOL_GCHANNELS: u32 = 0x3c;
+    // struct ethtool_channels: cmd, max_rx, max_tx, max_other, max_combined, rx_count,
+    // tx_count, other_count, combined_count
+    let mut channels = [0u32; 9];
+    channels[0] = ETHTOOL_GCHANNELS;
+    if interface_ioctl(name, SIOCETHTOOL, channels.as_mut_ptr().cast()).is_ok() {
+        let own = if tx { channels[6] } else { channels[5] };
+        if own + channels[8] > 0 {
+            return Ok(own + channels[8]);
+        }
+    }
+    let prefix = if tx { "tx-" } else { "rx-" };
+    let entries = std::fs::read_dir(format!("/sys/class/net/{name}/queues"))
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot read the queues of interface {name}: {e}")))?;
+    let count = entries.filter_map(Result::ok).filter(|e| e.file_name().to_string_lossy().starts_with(prefix)).count();
+    Ok(count.max(1) as u32)
+}
+
 /// The name of the interface that holds IPv4 address `address` in this network namespace.
 pub fn interface_with_address(address: Ipv4Addr) -> Option<String> {
     let mut list: *mut libc::ifaddrs = std::ptr::null_mut();

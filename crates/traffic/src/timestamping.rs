@@ -15,8 +15,6 @@ use std::io;
 use std::mem::zeroed;
 use std::os::fd::{AsRawFd, OwnedFd};
 
-/// `SIOCETHTOOL` from linux/sockios.h (not in the libc crate).
-const SIOCETHTOOL: libc::c_ulong = 0x8946;
 /// `ETHTOOL_GET_TS_INFO` from linux/ethtool.h.
 const ETHTOOL_GET_TS_INFO: u32 = 0x41;
 /// `SCM_TSTAMP_SND` from linux/errqueue.h: the stamp of a frame handed to the device.
@@ -81,7 +79,7 @@ impl Capability {
     /// When the interface does not exist or the kernel refuses the request.
     pub fn of_interface(name: &str) -> io::Result<Capability> {
         let mut info = EthtoolTsInfo { cmd: ETHTOOL_GET_TS_INFO, ..EthtoolTsInfo::default() };
-        sys::interface_ioctl(name, SIOCETHTOOL, (&mut info as *mut EthtoolTsInfo).cast())
+        sys::interface_ioctl(name, sys::SIOCETHTOOL, (&mut info as *mut EthtoolTsInfo).cast())
             .map_err(|e| io::Error::new(e.kind(), format!("cannot read the timestamping capability of {name:?} (ethtool -T): {e}")))?;
         Ok(Capability { so_timestamping: info.so_timestamping, phc_index: info.phc_index, tx_types: info.tx_types, rx_filters: info.rx_filters })
     }

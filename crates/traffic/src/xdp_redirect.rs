@@ -35,7 +35,7 @@ const XDP_FLAGS_DRV_MODE: u32 = 1 << 2;
 const XDP_PASS: i32 = 2;
 const BPF_FUNC_REDIRECT_MAP: i32 = 51;
 /// Queues the XSKMAP has room for (frames on a queue beyond it go to the stack).
-const MAX_QUEUES: u32 = 64;
+pub const MAX_QUEUES: u32 = 64;
 
 /// One BPF instruction (`struct bpf_insn`; registers: destination in the low nibble).
 #[repr(C)]

@@ -2,6 +2,9 @@
 //! its fill and completion rings, and an RX or a TX ring, each a single-producer /
 //! single-consumer ring mapped into this process.
 //!
+//! One socket serves one queue of an interface; a multi-queue sender or receiver opens one per
+//! queue, each with its own UMEM (no shared UMEM: the queues never exchange chunks).
+//!
 //! The sender writes whole frames into UMEM chunks, posts them on the TX ring and kicks the
 //! kernel with `sendto` until it has taken them; chunks come back on the completion ring. The
 //! receiver keeps its chunks on the fill ring, takes frames off the RX ring (where an XDP
@@ -270,20 +273,9 @@ impl XskSocket {
         Ok(n)
     }
 
-    /// Waits up to `timeout_ms` for frames, then hands each received frame to `each` and its
-    /// chunk back to the kernel; returns the number of frames.
-    ///
-    /// # Errors
-    /// The OS error of `poll`, EINTR excepted.
-    pub fn receive(&mut self, timeout_ms: i32, mut each: impl FnMut(&[u8])) -> io::Result<usize> {
-        if self.ring.ready() == 0 {
-            let mut pfd = libc::pollfd { fd: self.fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
-            // SAFETY: one valid pollfd.
-            if unsafe { libc::poll(&mut pfd, 1, timeout_ms) } < 0 {
-                let err = io::Error::last_os_error();
-                return if err.raw_os_error() == Some(libc::EINTR) { Ok(0) } else { Err(err) };
-            }
-        }
+    /// Hands each frame waiting on the RX ring to `each` and its chunk back to the kernel,
+    /// without waiting (see [`wait_any`]); returns the number of frames.
+    pub fn take(&mut self, mut each: impl FnMut(&[u8])) -> usize {
         let ready = self.ring.ready();
         for i in 0..ready {
             // SAFETY: an entry the kernel produced, pointing at `len` bytes inside the UMEM.
@@ -296,7 +288,7 @@ impl XskSocket {
         self.ring.local = self.ring.local.wrapping_add(ready);
         self.ring.consumer().store(self.ring.local, Ordering::Release);
         self.fill.producer().store(self.fill.local, Ordering::Release);
-        Ok(ready as usize)
+        ready as usize
     }
 
     /// Frames the kernel dropped for this socket: no free chunk on the fill ring, or a full RX
@@ -311,6 +303,26 @@ impl XskSocket {
         check(unsafe { libc::getsockopt(self.fd.as_raw_fd(), libc::SOL_XDP, libc::XDP_STATISTICS, (&mut stats as *mut libc::xdp_statistics).cast(), &mut len) })?;
         Ok(stats.rx_dropped + stats.rx_ring_full)
     }
+}
+
+/// Waits up to `timeout_ms` until one of the receiving `sockets` has a frame on its RX ring;
+/// returns at once if one has.
+///
+/// # Errors
+/// The OS error of `poll`, EINTR excepted.
+pub fn wait_any(sockets: &[XskSocket], timeout_ms: i32) -> io::Result<()> {
+    if sockets.iter().any(|s| s.ring.ready() > 0) {
+        return Ok(());
+    }
+    let mut fds: Vec<libc::pollfd> = sockets.iter().map(|s| libc::pollfd { fd: s.fd.as_raw_fd(), events: libc::POLLIN, revents: 0 }).collect();
+    // SAFETY: `fds` holds `fds.len()` valid pollfds.
+    if unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) } < 0 {
+        let err = io::Error::last_os_error();
+        if err.raw_os_error() != Some(libc::EINTR) {
+            return Err(err);
+        }
+    }
+    Ok(())
 }
 
 // SAFETY: the raw pointers point into mappings the socket owns and nothing else in this

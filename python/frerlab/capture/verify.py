@@ -91,7 +91,7 @@ def _dissect(frame: bytes) -> tuple[tuple, int | None, bool, int | None]:
         dport = int.from_bytes(frame[l4 + 2:l4 + 4], "big")
         at = l4 + 8
         if proto == 17 and len(frame) >= at + 12 and frame[at] == _PROBE_MAGIC and frame[at + 1] == _PROBE_DATA:
-            probe = int.from_bytes(frame[at + 4:at + 12], "big")
+            probe = int.from_bytes(frame[at + 5:at + 12], "big")  # byte 4: the sender lane
     return (frame[0:6], frame[6:12], vlan, ethertype, src_ip, dst_ip, proto, sport, dport), rtag, False, probe
 
 

@@ -159,7 +159,7 @@ def data_seq(frame: bytes, port: int) -> int | None:
         return None
     if len(frame) < probe + 12:
         raise ValueError(f"a data frame of the stream was cut at {len(frame)} bytes (snap length {SNAPLEN})")
-    return int.from_bytes(frame[probe + 4:probe + 12], "big")
+    return int.from_bytes(frame[probe + 5:probe + 12], "big")  # byte 4: the sender lane
 
 
 def data_times(path: Path, port: int, first_copy_only: bool = False) -> list[int]:

@@ -44,6 +44,11 @@ examples:
   frerlab gen send --dst 198.18.0.2 --frame-size 1518 --rate-l1 100M --pattern poisson --count 100000 --json
   frerlab gen send --mode raw --interface veth0 --dst 198.18.0.2 --dst-mac 02:00:00:00:00:02 --max-rate --duration 5
   frerlab gen send --mode xdp --interface veth0 --dst 198.18.0.2 --dst-mac 02:00:00:00:00:02 --max-rate --duration 5
+  frerlab gen send --mode xdp --queues 2 --interface veth0 --dst 198.18.0.2 --rate-fps 1M --count 1000000
+
+--queues N (xdp mode): N AF_XDP sockets on TX queues 0..N-1, one thread each, sharing the stream
+(each paces rate/N, sequence numbers from one shared counter, the thread's lane in every probe);
+the receiver needs --queues covering the RX queues the frames arrive on.
 """
 
 RECV_EPILOG = """The receiver counts, per stream id: loss, duplicates, reordering (RFC 4737), one-way
@@ -58,6 +63,11 @@ examples:
   frerlab gen recv --port 5555 --json
   frerlab gen recv --mode raw --interface veth1 --port 5555 --interval 0.1 --output raw.json
   frerlab gen recv --mode xdp --interface veth1 --port 5555 --json
+  frerlab gen recv --mode xdp --queues 2 --interface veth1 --port 5555 --json
+
+--queues N (xdp mode): one AF_XDP socket per RX queue 0..N-1, all read by one thread into one
+report (per-queue frame counts under "queues"); reordering is judged within each sender lane
+(each thread of a multi-queue sender), not across lanes, whose interleaving nobody controls.
 """
 
 IMPORT_EPILOG = """Recognised formats: iperf3 --json output (TCP or UDP, client or server side), sockperf
@@ -95,8 +105,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     send.add_argument("--port", type=int, default=5555, help="destination UDP port (default 5555)")
     send.add_argument("--source-port", type=int, default=0, help="source UDP port (default any)")
     send.add_argument("--mode", choices=MODES, default="udp",
-                      help="UDP socket, AF_PACKET or AF_XDP (TX ring on queue 0) (default udp)")
+                      help="UDP socket, AF_PACKET or AF_XDP (TX rings on queues 0..N-1, --queues) (default udp)")
     send.add_argument("--interface", help="interface to send on (raw and xdp modes)")
+    send.add_argument("--queues", type=int, default=1, metavar="N",
+                      help="xdp mode: send on TX queues 0..N-1, one thread each (default 1)")
     send.add_argument("--dst-mac", help="destination MAC (raw and xdp modes; default broadcast)")
     send.add_argument("--frame-size", default="64", help="frame bytes FCS included, or min/max/jumbo (default 64)")
     rate = send.add_mutually_exclusive_group(required=True)
@@ -131,8 +143,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     recv.add_argument("--bind", help="local IPv4 address (UDP mode; default any)")
     recv.add_argument("--mode", choices=MODES, default="udp",
                       help="UDP socket, AF_PACKET, or AF_XDP (an XDP program on --interface redirects the "
-                           "port's frames on queue 0 to it; detached when the receiver ends) (default udp)")
+                           "port's frames on queues 0..N-1, --queues, to them; detached when the receiver ends) "
+                           "(default udp)")
     recv.add_argument("--interface", help="interface to listen on (raw and xdp modes)")
+    recv.add_argument("--queues", type=int, default=1, metavar="N",
+                      help="xdp mode: read RX queues 0..N-1, one AF_XDP socket each (default 1)")
     recv.add_argument("--duration", type=float, help="seconds to listen (default: until end of stream)")
     recv.add_argument("--interval", type=float, default=1.0, help="seconds per interval of the series (default 1)")
     recv.add_argument("--interval-frames", type=int, metavar="N",
@@ -200,6 +215,14 @@ def _check_interface(name: str | None, mode: str) -> None:
                          f"(interfaces: {', '.join(names)})")
 
 
+def _check_queues(queues: int, mode: str) -> None:
+    """--queues is xdp mode's; the range the interface allows is checked where its sockets open."""
+    if queues != 1 and mode != "xdp":
+        raise UsageError(f"--queues {shown(queues)} is for --mode xdp only")
+    if queues < 1:
+        raise UsageError(f"--queues {shown(queues)} is out of range (1 or more; at most the interface's queues)")
+
+
 def _check_bind(address: str | None) -> None:
     """--bind must be an IPv4 address of this host (of this network namespace)."""
     if address is None:
@@ -232,6 +255,7 @@ def _send(args: argparse.Namespace) -> int:
     _check_range("--burst-frames", args.burst_frames, 1, 65536)
     _check_range("--seed", args.seed, 0, 2**64 - 1)
     _check_interface(args.interface, args.mode)
+    _check_queues(args.queues, args.mode)
     frame = frame_bytes(args.frame_size)
     if args.duration is None and args.count is None:
         raise UsageError("give --duration SECONDS or --count FRAMES (or both) to say when to stop")
@@ -257,7 +281,7 @@ def _send(args: argparse.Namespace) -> int:
         "mode": args.mode, "destination": args.dst, "port": args.port, "source_port": args.source_port,
         "interface": args.interface, "dst_mac": args.dst_mac, "frame_size": frame, "rate": rate,
         "pattern": pattern, "duration_s": args.duration, "count": args.count, "stream_id": args.stream_id,
-        "batch": args.batch, "gso": args.gso,
+        "batch": args.batch, "gso": args.gso, "queues": args.queues,
         "impair": {"drop": args.impair_drop, "duplicate": args.impair_duplicate, "swap": args.impair_swap},
     }
     report = gen.run_sender(config, progress=_progress("sent", "frames_sent"))
@@ -282,6 +306,7 @@ def _recv(args: argparse.Namespace) -> int:
         output_file(args.output, "--output")
     _check_port(args.port, "--port", low=1)
     _check_interface(args.interface, args.mode)
+    _check_queues(args.queues, args.mode)
     if args.mode == "udp":
         _check_bind(args.bind)
     elif args.bind is not None:
@@ -295,6 +320,7 @@ def _recv(args: argparse.Namespace) -> int:
         "mode": args.mode, "port": args.port, "bind": args.bind, "interface": args.interface,
         "duration_s": args.duration, "interval_s": args.interval, "linger_s": args.linger,
         "idle_s": args.idle, "gro": not args.no_gro, "interval_frames": args.interval_frames,
+        "queues": args.queues,
     }
     report = gen.run_receiver(config, progress=_progress("received", None), stop_on_interrupt=True)
     if sys.stderr.isatty():

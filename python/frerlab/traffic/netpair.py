@@ -36,14 +36,18 @@ def namespaces_available() -> str | None:
 
 @dataclass
 class NetPair:
-    """Namespaces `a` and `b`, veth `a_if` (198.18.<subnet>.1/24) <-> `b_if` (.2/24)."""
+    """Namespaces `a` and `b`, veth `a_if` (198.18.<subnet>.1/24) <-> `b_if` (.2/24), each end
+    with `queues` TX and RX queues."""
 
     subnet: int = 0
     mtu: int = 1500
+    queues: int = 1
 
     def __post_init__(self) -> None:
         if not 0 <= self.subnet <= 255:
             raise UsageError(f"subnet {self.subnet} is out of range (0..=255)")
+        if not 1 <= self.queues <= 64:
+            raise UsageError(f"queues {self.queues} is out of range (1..=64)")
         prefix = f"frl-{os.getpid()}-{next(_counter)}"
         self.a, self.b = f"{prefix}-a", f"{prefix}-b"
         self.a_if, self.b_if = f"{prefix}a"[-15:], f"{prefix}b"[-15:]
@@ -53,7 +57,9 @@ class NetPair:
         try:
             _ip("netns", "add", self.a)
             _ip("netns", "add", self.b)
-            _ip("link", "add", self.a_if, "netns", self.a, "type", "veth", "peer", "name", self.b_if, "netns", self.b)
+            q = ("numtxqueues", str(self.queues), "numrxqueues", str(self.queues))
+            _ip("link", "add", self.a_if, *q, "netns", self.a, "type", "veth", "peer", "name", self.b_if, *q,
+                "netns", self.b)
             for ns, dev, addr in ((self.a, self.a_if, self.a_ip), (self.b, self.b_if, self.b_ip)):
                 _ip("-n", ns, "link", "set", "lo", "up")
                 _ip("-n", ns, "link", "set", dev, "mtu", str(self.mtu), "up")
