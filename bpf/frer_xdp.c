@@ -207,10 +207,11 @@ int frer_xdp(struct xdp_md *ctx)
 		return plain_forward(s, f, port, ps);
 	stream = sid;
 	st = bpf_map_lookup_elem(&streams, &stream);
-	sp = sp_stats_of(stream, port);
-	if (!st || !sp)
+	if (!st)
 		return XDP_DROP;
-	sp->input++;
+	sp = sp_stats_of(stream, port);
+	if (sp)
+		sp->input++;
 	if (frer_stream_in(s, st, stream, port, f, ps, &rc) == VERDICT_DISCARD)
 		return XDP_DROP;
 	if (st->flags & FRER_STREAM_ENCODE) {

@@ -15,6 +15,7 @@ failure half-way; `remove_leftovers(name)` clears what a killed run left.
 
 from __future__ import annotations
 
+import errno
 import json
 import subprocess
 from pathlib import Path
@@ -34,6 +35,7 @@ MAP_SIZES = {  # map name: (key size, value size), as in bpf/frer_common.h
     "port_of_ifindex": (4, 4),
     "ifindex_of_port": (4, 4),
     "identities": (4, layout.IDENTITY.size),
+    "identity_hash": (layout.ID_KEY.size, layout.ID_HIT.size),
     "streams": (4, layout.STREAM_SIZE),
     "rcvy": (4, layout.RCVY.size),
     "rcvy_reset_requests": (4, 4),
@@ -50,9 +52,25 @@ def possible_cpus() -> int:
 
 
 def percpu_sum(maps: dict[str, bpfsys.Map], name: str, index: int) -> list[int]:
-    """Entry `index` of per-CPU map `name` (one of PERCPU_MAPS), each field summed over CPUs."""
-    raw = maps[name].lookup(layout.key(index))
+    """Entry `index` of per-CPU map `name` (one of PERCPU_MAPS), each field summed over CPUs;
+    zeros for an entry not made yet (stream_port_stats gets one on a pair's first frame)."""
+    try:
+        raw = maps[name].lookup(layout.key(index))
+    except bpfsys.BpfError as err:
+        if err.errno != errno.ENOENT:
+            raise
+        return [0] * len(PERCPU_MAPS[name].unpack(bytes(PERCPU_MAPS[name].size)))
     return [sum(col) for col in zip(*PERCPU_MAPS[name].iter_unpack(raw))]
+
+
+def write_identities(maps: dict[str, bpfsys.Map], plan: NodePlan) -> None:
+    """The identities of a compiled configuration into identity_hash (the hashed ones) and
+    `identities` (the scanned ones, in order); the settings that use them are the caller's."""
+    hashed = maps["identity_hash"]
+    for key, hit in plan.hashed.items():
+        hashed.update(key, hit)
+    for index, identity in enumerate(plan.scanned):
+        maps["identities"].update(layout.key(index), identity.pack())
 
 
 def open_maps(pin_dir: Path) -> dict[str, bpfsys.Map]:
@@ -213,8 +231,11 @@ class Node:
                  | (layout.STREAM_RECOVER if recovery else 0))
         self.maps["streams"].update(layout.key(stream), layout.stream(flags, outs))
         self._xdp_copies(stream, [self.ifindex(p) for p in outputs])
+        if generate:
+            self.maps["seqgen"].update(layout.key(stream), layout.SEQGEN.pack(0, 0, 0, 0))
         if recovery:
             self.maps["rcvy"].update(layout.rcvy_key(stream), recovery.pack())
+            self.maps["rcvy_reset_requests"].update(layout.rcvy_key(stream), layout.U32.pack(0))
         self.maps["identities"].update(layout.key(self.n_identities), layout.match_all_identity(stream, mask))
         self.n_identities += 1
         self.maps["settings"].update(layout.key(0), layout.settings(self.n_identities))
@@ -223,12 +244,15 @@ class Node:
         """Writes a compiled configuration (config.compile_node) into the maps."""
         if plan.ports != self.ports:
             raise ValueError(f"the plan's ports {plan.ports} are not this node's ({self.ports})")
+        ifindexes = {p: self.ifindex(p) for p in self.ports}
         for stream, (flags, outputs) in enumerate(plan.streams):
-            outs = [layout.output(0 if o.port == LOCAL else self.ifindex(o.port), o.flags, o.index,
+            outs = [layout.output(0 if o.port == LOCAL else ifindexes[o.port], o.flags, o.index,
                                   o.vid, o.dmac, o.pcp) for o in outputs]
             self.maps["streams"].update(layout.key(stream), layout.stream(
                 flags, outs, plan.recovery_ports[stream], plan.individual_feeds[stream]))
-            self._xdp_copies(stream, [self.ifindex(o.port) for o in outputs if o.port != LOCAL])
+            if flags & layout.STREAM_GENERATE:
+                self.maps["seqgen"].update(layout.key(stream), layout.SEQGEN.pack(0, 0, 0, 0))
+            self._xdp_copies(stream, [ifindexes[o.port] for o in outputs if o.port != LOCAL])
         bridge = [self.ifindex(p) for i, p in enumerate(self.ports) if plan.bridge_mask >> i & 1]
         if self.xdp and bridge:
             with entered(self.netns):
@@ -236,24 +260,26 @@ class Node:
                     self.maps["xdp_bridge"].update(layout.key(ifindex), layout.key(ifindex))
         for r in plan.recoveries:
             self.maps["rcvy"].update(layout.rcvy_key(r.stream, r.instance), r.config.pack())
-        for index, identity in enumerate(plan.identities):
-            self.maps["identities"].update(layout.key(index), identity.pack())
-        self.n_identities = len(plan.identities)
+            self.maps["rcvy_reset_requests"].update(layout.rcvy_key(r.stream, r.instance), layout.U32.pack(0))
+        write_identities(self.maps, plan)
+        self.n_identities = len(plan.scanned)
         self.maps["settings"].update(layout.key(0), layout.settings(self.n_identities, plan.bridge_mask,
-                                                                    pvids=plan.pvids))
+                                                                    pvids=plan.pvids, shapes=plan.shapes))
 
     def _xdp_copies(self, stream: int, ifindexes: list[int]) -> None:
         """With XDP, a stream with several outputs gets a device map of them in xdp_copies
-        (pinned beside the program, so it goes with the node)."""
+        (pinned beside the program, so it goes with the node); streams with the same output
+        ports share one (a node with 64k streams has a few such maps, not 64k)."""
         if not self.xdp or len(ifindexes) < 2:
             return
-        path = self.pin_dir / "xdp" / f"copies{stream}"
-        path.unlink(missing_ok=True)
-        bpfsys.create_map(path, "devmap_hash", 4, 4, layout.MAX_OUTPUTS)
-        # a device map takes its devices from the updating thread's namespace
-        with bpfsys.Map(path, 4, 4) as copies, entered(self.netns):
-            for ifindex in ifindexes:
-                copies.update(layout.key(ifindex), layout.key(ifindex))
+        path = self.pin_dir / "xdp" / f"copies-{'-'.join(map(str, sorted(ifindexes)))}"
+        if not path.exists():
+            bpfsys.create_map(path, "devmap_hash", 4, 4, layout.MAX_OUTPUTS)
+            # a device map takes its devices from the updating thread's namespace
+            with bpfsys.Map(path, 4, 4) as copies, entered(self.netns):
+                for ifindex in ifindexes:
+                    copies.update(layout.key(ifindex), layout.key(ifindex))
+        with bpfsys.Map(path, 4, 4) as copies:
             self.maps["xdp_copies"].update(layout.key(stream), layout.key(copies.fd))
 
     def attach(self, ingress: list[str] | None = None, egress: list[str] = (),
