@@ -43,6 +43,8 @@
 #endif
 /* Copies of one stream (stream split / replication): the issue asks for 2..8 member ports. */
 #define FRER_MAX_OUTPUTS 8
+/* Distinct sets of output ports of the XDP streams with more than one output (xdp_copies). */
+#define FRER_MAX_COPY_SETS 256
 /* Longest vector-algorithm history (frerSeqRcvyHistoryLength), in bits. */
 #define FRER_HISTORY_MAX 1024
 #define FRER_HISTORY_WORDS (FRER_HISTORY_MAX / 64)
@@ -189,7 +191,8 @@ struct frer_output {
 struct frer_stream {
 	__u32 flags;     /* FRER_STREAM_* */
 	__u8 n_outputs;  /* 0 drops the stream */
-	__u8 pad[3];
+	__u8 pad;
+	__u16 copies;    /* XDP, more than one output: its output ports' entry of xdp_copies */
 	struct frer_output out[FRER_MAX_OUTPUTS];
 	__u32 rcvy_ports;
 	__u8 individual[FRER_MAX_PORTS];

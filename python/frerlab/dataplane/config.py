@@ -19,6 +19,7 @@ error names the field path and what would be valid. Example (the seeds' SW1, rep
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from dataclasses import dataclass, field
@@ -39,6 +40,10 @@ LOCAL = "local"
 DEFAULT_NAME = "frerlab"
 _MAC = re.compile(r"^[0-9a-fA-F]{2}([:-][0-9a-fA-F]{2}){5}$")
 _PROTOCOLS = {"none": 0, "udp": 17, "tcp": 6, "sctp": 132}
+
+
+#: An address parsed once per text (a configuration with 64k IP identities repeats a few).
+_address = functools.lru_cache(maxsize=1024)(ipaddress.ip_address)
 
 
 def _mac(value: str) -> str:
@@ -133,11 +138,11 @@ class IpId(_Model):
     def _valid(self) -> IpId:
         for name in ("ip_source", "ip_destination"):
             try:
-                ipaddress.ip_address(getattr(self, name))
+                _address(getattr(self, name))
             except ValueError:
                 raise ValueError(f"{name.replace('_', '-')} {getattr(self, name)!r} is not an IPv4 "
                                  "or IPv6 address (0.0.0.0 or :: to ignore)") from None
-        src, dst = (ipaddress.ip_address(a) for a in (self.ip_source, self.ip_destination))
+        src, dst = (_address(a) for a in (self.ip_source, self.ip_destination))
         if not src.is_unspecified and not dst.is_unspecified and src.version != dst.version:
             raise ValueError(f"ip-source {src} and ip-destination {dst} are of different IP versions")
         if self.next_protocol == "none" and (self.source_port or self.destination_port):
@@ -158,8 +163,8 @@ class StreamIdentity(_Model):
 
     index: int = Field(ge=0)
     handle: int = Field(ge=0, lt=2**32)
-    in_facing: Facing = Facing()
-    out_facing: Facing = Facing()
+    in_facing: Facing = Field(default_factory=Facing)
+    out_facing: Facing = Field(default_factory=Facing)
     null_stream_identification: NullId | None = None
     smac_vlan_stream_identification: SmacVlanId | None = None
     dmac_vlan_stream_identification: DmacVlanId | None = None
@@ -767,7 +772,7 @@ def _identity(ident: StreamIdentity, stream: int, mask: int, direction: int, pos
     ip = ident.ip_stream_identification
     mode, vid = _vlan_rule(ip.tagged, ip.vlan, where)
     fields = layout.MATCH_IP
-    src, dst = (ipaddress.ip_address(a) for a in (ip.ip_source, ip.ip_destination))
+    src, dst = (_address(a) for a in (ip.ip_source, ip.ip_destination))
     for addr, flag in ((src, layout.MATCH_IP_SRC), (dst, layout.MATCH_IP_DST)):
         if not addr.is_unspecified:
             fields |= flag | (layout.MATCH_IPV4 if addr.version == 4 else layout.MATCH_IPV6)

@@ -15,7 +15,7 @@ SHAPE = struct.Struct("<HBBI")
 ID_KEY = struct.Struct("<BBBBHBB6s6s2s2s16s16s")
 ID_HIT = struct.Struct("<HH")
 OUTPUT = struct.Struct("<IHH6sBB")
-STREAM_HEAD = struct.Struct("<IB3x")
+STREAM_HEAD = struct.Struct("<IBxH")
 RCVY = struct.Struct("<IBBHQQHBBHH16Q7Q2QII")
 SEQGEN = struct.Struct("<IIQQ")
 PORT_STATS = struct.Struct("<10Q")
@@ -31,7 +31,7 @@ STREAM_PORT_COUNTERS = ("input", "output", "seq_enc_errored", "input_sent")
 #: MAX_HASHED the entries of identity_hash, MAX_RCVY recovery functions, MAX_STREAM_PORTS the
 #: (stream, port) pairs with counters.
 MAX_PORTS, MAX_OUTPUTS, RCVY_PER_STREAM, MAX_STREAMS, MAX_IDENTITIES = 16, 8, 17, 65536, 32
-MAX_HASHED, MAX_SHAPES, MAX_RCVY, MAX_STREAM_PORTS = 65536, 4, 65536, 262144
+MAX_HASHED, MAX_SHAPES, MAX_RCVY, MAX_STREAM_PORTS, MAX_COPY_SETS = 65536, 4, 65536, 262144, 256
 #: Identity positions are __u16: at most this many identities in a node's order.
 MAX_POSITIONS = 65536
 SHAPE_ANY_VID = 0x1
@@ -156,17 +156,17 @@ def match_all_identity(stream: int, port_mask: int, direction: int = DIR_INGRESS
 
 
 def stream(flags: int, outputs: list[bytes], rcvy_ports: int = 0,
-           individual: dict[int, int] | None = None) -> bytes:
+           individual: dict[int, int] | None = None, copies: int = 0) -> bytes:
     """struct frer_stream with up to MAX_OUTPUTS packed outputs; `rcvy_ports` the mask of ports
     with a sequence recovery function of the stream, `individual` port -> the instance of the
-    individual recovery function it feeds."""
+    individual recovery function it feeds; `copies` its output ports' entry of xdp_copies."""
     if not 0 < len(outputs) <= MAX_OUTPUTS:
         raise ValueError(f"{len(outputs)} outputs is out of range (1..={MAX_OUTPUTS})")
     padding = bytes(OUTPUT.size * (MAX_OUTPUTS - len(outputs)))
     feeds = bytearray(MAX_PORTS)
     for port, instance in (individual or {}).items():
         feeds[port] = instance
-    return (STREAM_HEAD.pack(flags, len(outputs)) + b"".join(outputs) + padding
+    return (STREAM_HEAD.pack(flags, len(outputs), copies) + b"".join(outputs) + padding
             + STREAM_TAIL.pack(rcvy_ports, bytes(feeds)))
 
 

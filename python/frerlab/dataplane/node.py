@@ -177,6 +177,8 @@ class Node:
         #: per port it is attached to: "tc", "xdp native" or "xdp generic" (ingress)
         self.hooks: dict[str, str] = {}
         self.n_identities = 0
+        #: XDP: the entries of xdp_copies made so far, by their sorted output ifindexes
+        self.copy_sets: dict[tuple[int, ...], int] = {}
 
     @classmethod
     def loaded(cls, name: str, netns: str | None, ports: list[str]) -> Node:
@@ -229,8 +231,8 @@ class Node:
         outs = [layout.output(self.ifindex(p), 0, self.ports.index(p)) for p in outputs]
         flags = ((layout.STREAM_GENERATE if generate else 0) | (layout.STREAM_ENCODE if encode else 0)
                  | (layout.STREAM_RECOVER if recovery else 0))
-        self.maps["streams"].update(layout.key(stream), layout.stream(flags, outs))
-        self._xdp_copies(stream, [self.ifindex(p) for p in outputs])
+        copies = self._xdp_copies([self.ifindex(p) for p in outputs])
+        self.maps["streams"].update(layout.key(stream), layout.stream(flags, outs, copies=copies))
         if generate:
             self.maps["seqgen"].update(layout.key(stream), layout.SEQGEN.pack(0, 0, 0, 0))
         if recovery:
@@ -248,11 +250,11 @@ class Node:
         for stream, (flags, outputs) in enumerate(plan.streams):
             outs = [layout.output(0 if o.port == LOCAL else ifindexes[o.port], o.flags, o.index,
                                   o.vid, o.dmac, o.pcp) for o in outputs]
+            copies = self._xdp_copies([ifindexes[o.port] for o in outputs if o.port != LOCAL])
             self.maps["streams"].update(layout.key(stream), layout.stream(
-                flags, outs, plan.recovery_ports[stream], plan.individual_feeds[stream]))
+                flags, outs, plan.recovery_ports[stream], plan.individual_feeds[stream], copies))
             if flags & layout.STREAM_GENERATE:
                 self.maps["seqgen"].update(layout.key(stream), layout.SEQGEN.pack(0, 0, 0, 0))
-            self._xdp_copies(stream, [ifindexes[o.port] for o in outputs if o.port != LOCAL])
         bridge = [self.ifindex(p) for i, p in enumerate(self.ports) if plan.bridge_mask >> i & 1]
         if self.xdp and bridge:
             with entered(self.netns):
@@ -266,21 +268,28 @@ class Node:
         self.maps["settings"].update(layout.key(0), layout.settings(self.n_identities, plan.bridge_mask,
                                                                     pvids=plan.pvids, shapes=plan.shapes))
 
-    def _xdp_copies(self, stream: int, ifindexes: list[int]) -> None:
-        """With XDP, a stream with several outputs gets a device map of them in xdp_copies
-        (pinned beside the program, so it goes with the node); streams with the same output
-        ports share one (a node with 64k streams has a few such maps, not 64k)."""
-        if not self.xdp or len(ifindexes) < 2:
-            return
-        path = self.pin_dir / "xdp" / f"copies-{'-'.join(map(str, sorted(ifindexes)))}"
-        if not path.exists():
-            bpfsys.create_map(path, "devmap_hash", 4, 4, layout.MAX_OUTPUTS)
-            # a device map takes its devices from the updating thread's namespace
-            with bpfsys.Map(path, 4, 4) as copies, entered(self.netns):
-                for ifindex in ifindexes:
-                    copies.update(layout.key(ifindex), layout.key(ifindex))
-        with bpfsys.Map(path, 4, 4) as copies:
-            self.maps["xdp_copies"].update(layout.key(stream), layout.key(copies.fd))
+    def _xdp_copies(self, ifindexes: list[int]) -> int:
+        """With XDP, the entry of xdp_copies for a stream with several outputs (0 otherwise): a
+        device map of them (pinned beside the program, so it goes with the node), one per set
+        of output ports, shared by the streams with that set."""
+        ports = tuple(sorted(ifindexes))
+        if not self.xdp or len(ports) < 2:
+            return 0
+        if ports in self.copy_sets:
+            return self.copy_sets[ports]
+        index = len(self.copy_sets)
+        if index >= layout.MAX_COPY_SETS:
+            raise ValueError(f"{index + 1} sets of output ports is out of range for XDP "
+                             f"(1..={layout.MAX_COPY_SETS}, FRER_MAX_COPY_SETS)")
+        path = self.pin_dir / "xdp" / f"copies{index}"
+        bpfsys.create_map(path, "devmap_hash", 4, 4, layout.MAX_OUTPUTS)
+        # a device map takes its devices from the updating thread's namespace
+        with bpfsys.Map(path, 4, 4) as copies, entered(self.netns):
+            for ifindex in ports:
+                copies.update(layout.key(ifindex), layout.key(ifindex))
+            self.maps["xdp_copies"].update(layout.key(index), layout.key(copies.fd))
+        self.copy_sets[ports] = index
+        return index
 
     def attach(self, ingress: list[str] | None = None, egress: list[str] = (),
                xdp: dict[str, str] | None = None) -> None:
