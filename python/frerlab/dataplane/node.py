@@ -18,6 +18,7 @@ from __future__ import annotations
 import errno
 import json
 import subprocess
+import time
 from pathlib import Path
 
 from frerlab.dataplane import bpfsys, layout
@@ -41,6 +42,8 @@ MAP_SIZES = {  # map name: (key size, value size), as in bpf/frer_common.h
     "rcvy_reset_requests": (4, 4),
     "seqgen": (4, layout.SEQGEN.size),
 }
+#: Attempts at a map update refused for want of a free element right now (ENOMEM), 1 ms apart.
+ENOMEM_RETRIES = 1000
 #: Per-CPU counter maps: name -> layout of one CPU's value.
 PERCPU_MAPS = {"port_stats": layout.PORT_STATS, "stream_port_stats": layout.STREAM_PORT_STATS}
 
@@ -264,9 +267,31 @@ class Node:
             self.maps["rcvy"].update(layout.rcvy_key(r.stream, r.instance), r.config.pack())
             self.maps["rcvy_reset_requests"].update(layout.rcvy_key(r.stream, r.instance), layout.U32.pack(0))
         write_identities(self.maps, plan)
+        self._stream_port_stats(plan)
         self.n_identities = len(plan.scanned)
         self.maps["settings"].update(layout.key(0), layout.settings(self.n_identities, plan.bridge_mask,
                                                                     pvids=plan.pvids, shapes=plan.shapes))
+
+    def _stream_port_stats(self, plan: NodePlan) -> None:
+        """A zero stream_port_stats entry for every port a stream is identified on or copied
+        to. The program makes a missing one on the pair's first frame, but making an entry
+        allocates per-CPU memory, microseconds per frame while 64k streams see their first."""
+        pairs = {(i.stream, p) for i in plan.identities for p in range(len(plan.ports)) if i.port_mask >> p & 1}
+        pairs |= {(stream, o.index) for stream, (_, outputs) in enumerate(plan.streams) for o in outputs
+                  if o.port != LOCAL}
+        stats, zero = self.maps["stream_port_stats"], bytes(self.maps["stream_port_stats"].value_size)
+        for stream, port in sorted(pairs):
+            key = layout.key(stream * layout.MAX_PORTS + port)
+            # the kernel hands out per-CPU elements from a cache it refills in the background:
+            # a fast series of updates can find it empty for a moment (ENOMEM)
+            for attempt in range(ENOMEM_RETRIES):
+                try:
+                    stats.update(key, zero)
+                    break
+                except bpfsys.BpfError as err:
+                    if err.errno != errno.ENOMEM or attempt + 1 == ENOMEM_RETRIES:
+                        raise
+                    time.sleep(0.001)
 
     def _xdp_copies(self, ifindexes: list[int]) -> int:
         """With XDP, the entry of xdp_copies for a stream with several outputs (0 otherwise): a
