@@ -9,6 +9,14 @@ path a's and drops path b's (as many frames and veth hops as FRER: what FRER its
 "xdp-frer" and "xdp-plain": "frer" and "plain" in native XDP (bpf/frer_xdp.c, xdp_plain_redirect).
 "frer-h1024" and "xdp-frer-h1024": "frer" and "xdp-frer" with a history of 1024 instead of 32
 (the vector recovery's window: how its cost scales with the history length).
+Scaling with the number of streams: "frer-1k", "frer-64k", "xdp-frer-1k", "xdp-frer-64k" carry
+1,024 or 65,536 streams, each identified by its UDP ports (hashed identities); the talker's flow
+is spread over all of them in turn (bpf/redirect.c spread_ports on the talker's egress, frame k
+to stream k mod N, and unspread_ports on the listener's ingress; frerlab.dataplane.twopath), so
+every stream's state is touched. Their baselines "plain-spread" and "xdp-plain-spread" are
+"plain" and "xdp-plain" with the same spreading, so both sides pay for it.
+--busy runs a CPU hog (a busy loop at nice 0) pinned on each core for the whole measurement:
+"both cores busy", the forwarding competing with other work for every core.
 
 The three topologies stay up for the whole run; each round measures every size and mode, in
 an order rotating from round to round, so machine noise hits all modes alike.
@@ -20,6 +28,7 @@ an order rotating from round to round, so machine noise hits all modes alike.
   frer minus each baseline. Reported: median over rounds, with the smallest and largest.
 
     .venv/bin/python benches/dataplane_pps.py [--rounds 5] [--seconds 3] [--json FILE]
+        [--cases LABEL,...] [--sizes 64,1518] [--no-latency] [--busy]
 """
 
 from __future__ import annotations
@@ -29,6 +38,7 @@ import json
 import os
 import signal
 import statistics
+import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
@@ -38,12 +48,19 @@ from frerlab.dataplane import bpfsys
 from frerlab.dataplane.twopath import MODES, TwoPath
 
 SIZES = (64, 512, 1518)
-#: The topologies measured: label -> (TwoPath mode, history length).
-TOPOLOGIES = {mode: (mode, 32) for mode in MODES} | {"frer-h1024": ("frer", 1024), "xdp-frer-h1024": ("xdp-frer", 1024)}
-LABELS = tuple(TOPOLOGIES)
-#: (FRER topology, its baseline): the ratios reported
+#: The topologies measured: label -> (TwoPath mode, history length, streams).
+TOPOLOGIES = ({mode: (mode, 32, 1) for mode in MODES}
+              | {"frer-h1024": ("frer", 1024, 1), "xdp-frer-h1024": ("xdp-frer", 1024, 1),
+                 "plain-spread": ("plain", 32, 65536), "xdp-plain-spread": ("xdp-plain", 32, 65536),
+                 "frer-1k": ("frer", 32, 1024), "frer-64k": ("frer", 32, 65536),
+                 "xdp-frer-1k": ("xdp-frer", 32, 1024), "xdp-frer-64k": ("xdp-frer", 32, 65536)})
+#: (FRER topology, its baseline): the ratios reported (those whose two topologies were measured)
 COMPARISONS = (("frer", "plain"), ("frer", "plain-dual"), ("xdp-frer", "xdp-plain"), ("xdp-frer", "frer"),
-               ("frer-h1024", "frer"), ("xdp-frer-h1024", "xdp-frer"))
+               ("frer-h1024", "frer"), ("xdp-frer-h1024", "xdp-frer"),
+               ("plain-spread", "plain"), ("xdp-plain-spread", "xdp-plain"),
+               ("frer-1k", "plain-spread"), ("frer-64k", "plain-spread"), ("frer-64k", "frer-1k"),
+               ("xdp-frer-1k", "xdp-plain-spread"), ("xdp-frer-64k", "xdp-plain-spread"),
+               ("xdp-frer-64k", "xdp-frer-1k"))
 ROLES = ("sw1", "sw2")
 
 
@@ -66,17 +83,34 @@ def spread(values: list[float], fmt: str) -> str:
     return f"{statistics.median(values):{fmt}} ({min(values):{fmt}} .. {max(values):{fmt}})"
 
 
+class Hogs:
+    """A busy loop at nice 0 pinned on each CPU this process may use, while the `with` lasts."""
+
+    def __enter__(self) -> Hogs:
+        self.procs = [subprocess.Popen(["taskset", "-c", str(cpu), sys.executable, "-c", "while True: pass"])
+                      for cpu in sorted(os.sched_getaffinity(0))]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for proc in self.procs:
+            proc.kill()
+            proc.wait()
+
+
 def measure(args: argparse.Namespace) -> list[dict]:
     raw: list[dict] = []
+    labels = args.cases
     with ExitStack() as stack:
         stack.enter_context(bpfsys.RunTimeStats())
-        nets = {label: stack.enter_context(TwoPath(mode, history)) for label, (mode, history) in TOPOLOGIES.items()}
+        nets = {label: stack.enter_context(TwoPath(*TOPOLOGIES[label])) for label in labels}
         programs = {mode: {role: [stack.enter_context(bpfsys.Program(path)) for path in net.programs[role]]
                            for role in ROLES} for mode, net in nets.items()}
+        if args.busy:
+            stack.enter_context(Hogs())
         for round_no in range(args.rounds):
-            order = LABELS[round_no % len(LABELS):] + LABELS[:round_no % len(LABELS)]
+            order = labels[round_no % len(labels):] + labels[:round_no % len(labels)]
             load = os.getloadavg()[0]
-            for size in SIZES:
+            for size in args.sizes:
                 for mode in order:
                     before = run_stats(programs[mode])
                     stream = nets[mode].stream(["--frame-size", str(size), "--max-rate",
@@ -86,11 +120,11 @@ def measure(args: argparse.Namespace) -> list[dict]:
                                 "size": size, "pps": throughput(stream), "stream": stream,
                                 "bpf": {role: {"run_time_ns": after[role][0] - before[role][0],
                                                "run_cnt": after[role][1] - before[role][1]} for role in ROLES}})
-            for size in SIZES:
+            for size in args.sizes if args.latency else ():
                 send = ["--frame-size", str(size), "--rate-fps", args.latency_rate,
                         "--duration", str(args.latency_seconds)]
-                with ThreadPoolExecutor(len(LABELS)) as pool:
-                    streams = dict(zip(LABELS, pool.map(lambda label: nets[label].stream(send), LABELS)))
+                with ThreadPoolExecutor(len(labels)) as pool:
+                    streams = dict(zip(labels, pool.map(lambda label: nets[label].stream(send), labels)))
                 for mode, stream in streams.items():
                     percentiles = dict(stream["latency_ns"]["percentiles"])
                     raw.append({"round": round_no, "load1": load, "kind": "latency", "mode": mode, "size": size,
@@ -100,21 +134,23 @@ def measure(args: argparse.Namespace) -> list[dict]:
     return raw
 
 
-def report(raw: list[dict], rounds: int) -> None:
+def report(raw: list[dict], rounds: int, labels: list[str], sizes: list[int]) -> None:
+    comparisons = [(mode, base) for mode, base in COMPARISONS if mode in labels and base in labels]
+
     def pick(kind: str, mode: str, size: int) -> list[dict]:
         return sorted((r for r in raw if r["kind"] == kind and r["mode"] == mode and r["size"] == size),
                       key=lambda r: r["round"])
 
     print("throughput, unique frames/s at the listener: median (min .. max) over rounds")
-    for size in SIZES:
-        for mode in LABELS:
+    for size in sizes:
+        for mode in labels:
             print(f"  {size:>4} B {mode:<14} {spread([r['pps'] for r in pick('throughput', mode, size)], ',.0f')}")
-        for mode, base in COMPARISONS:
+        for mode, base in comparisons:
             ratios = [f["pps"] / b["pps"] for f, b in zip(pick("throughput", mode, size), pick("throughput", base, size))]
             print(f"  {size:>4} B {mode} / {base:<10} {spread(ratios, '.2f')}  (per-round ratios)")
     print("BPF program cost during the throughput streams: ns per run, runs per frame entering sw1")
-    for size in SIZES:
-        for mode in LABELS:
+    for size in sizes:
+        for mode in labels:
             rows = pick("throughput", mode, size)
             cells = []
             for role in ROLES:
@@ -123,12 +159,12 @@ def report(raw: list[dict], rounds: int) -> None:
                 cells.append(f"{role} {spread(per_run, '.0f')} ns x {runs:.2f}")
             total = [sum(r["bpf"][role]["run_time_ns"] for role in ROLES) / r["bpf"]["sw1"]["run_cnt"] for r in rows]
             print(f"  {size:>4} B {mode:<14} {'; '.join(cells)}; both switches {spread(total, '.0f')} ns/frame")
-    for key in ("p50", "p99"):
+    for key in ("p50", "p99") if any(r["kind"] == "latency" for r in raw) else ():
         print(f"one-way latency {key} (us) and FRER's added {key}, median (min .. max) over rounds")
-        for size in SIZES:
-            value = {mode: [r[f"{key}_ns"] / 1000 for r in pick("latency", mode, size)] for mode in LABELS}
-            print(f"  {size:>4} B " + "; ".join(f"{mode} {spread(value[mode], '.1f')}" for mode in LABELS))
-            for mode, base in COMPARISONS:
+        for size in sizes:
+            value = {mode: [r[f"{key}_ns"] / 1000 for r in pick("latency", mode, size)] for mode in labels}
+            print(f"  {size:>4} B " + "; ".join(f"{mode} {spread(value[mode], '.1f')}" for mode in labels))
+            for mode, base in comparisons:
                 added = [f - b for f, b in zip(value[mode], value[base])]
                 print(f"  {size:>4} B {mode} added vs {base:<10} {spread(added, '.2f')} us")
     loads = [r["load1"] for r in raw]
@@ -143,7 +179,16 @@ def main() -> int:
     parser.add_argument("--latency-rate", default="5k", help="frames/s of the latency streams")
     parser.add_argument("--latency-seconds", type=float, default=2.0, help="seconds of each latency stream")
     parser.add_argument("--json", type=Path, help="write the raw figures here")
+    parser.add_argument("--cases", type=lambda text: text.split(","), default=list(TOPOLOGIES),
+                        help=f"comma-separated topologies to measure (default all: {','.join(TOPOLOGIES)})")
+    parser.add_argument("--sizes", type=lambda text: [int(v) for v in text.split(",")], default=list(SIZES),
+                        help="comma-separated frame sizes (default 64,512,1518)")
+    parser.add_argument("--no-latency", dest="latency", action="store_false", help="throughput and program cost only")
+    parser.add_argument("--busy", action="store_true", help="a CPU hog pinned on each core for the whole run")
     args = parser.parse_args()
+    unknown = [label for label in args.cases if label not in TOPOLOGIES]
+    if unknown:
+        parser.error(f"--cases {','.join(unknown)} is not valid (valid: {', '.join(TOPOLOGIES)})")
     # a plain kill cleans up too (namespaces, pins, statistics), like Ctrl-C
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     raw = measure(args)
@@ -151,7 +196,7 @@ def main() -> int:
         tmp = args.json.with_suffix(".tmp")
         tmp.write_text(json.dumps(raw, indent=1))
         tmp.replace(args.json)
-    report(raw, args.rounds)
+    report(raw, args.rounds, args.cases, args.sizes)
     return 0
 
 

@@ -293,12 +293,12 @@ static __always_inline int frer_frame(struct __sk_buff *skb, __u32 ifindex, __u8
 						     : (ps->to_stack++, TC_ACT_OK);
 	stream = sid;
 	st = bpf_map_lookup_elem(&streams, &stream);
-	sp = sp_stats_of(stream, port);
-	if (!st || !sp)
+	if (!st)
 		return TC_ACT_SHOT;
-	if (direction == FRER_DIR_INGRESS)
+	sp = sp_stats_of(stream, port);
+	if (sp && direction == FRER_DIR_INGRESS)
 		sp->input++;
-	else
+	else if (sp)
 		sp->input_sent++;
 	/* A GSO packet is many frames not segmented yet (the tc hooks run before segmentation,
 	 * and BPF cannot segment): numbered, eliminated or re-tagged as one, all its frames would

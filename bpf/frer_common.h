@@ -14,21 +14,43 @@
 #ifndef FRER_MAX_PORTS
 #define FRER_MAX_PORTS 16
 #endif
-/* Streams (handles) of one data plane; sizes the per-stream arrays. */
+/* Streams (handles) of one data plane: entries of the hash maps `streams` and `seqgen`; a
+ * stream index is a __u16. The per-stream maps are hash maps allocated as entries are written
+ * (BPF_F_NO_PREALLOC): an unused capacity costs only its hash buckets (16 bytes each), so a
+ * node with few streams stays small and one with 64k takes what its streams use. */
 #ifndef FRER_MAX_STREAMS
-#define FRER_MAX_STREAMS 64
+#define FRER_MAX_STREAMS 65536
 #endif
-/* Stream identities, tried in order per frame: the loop bound of identification. */
+/* Identities scanned in order per frame (the array `identities`): the loop bound of the scan.
+ * Identities whose shape is hashed (identity_hash) are not scanned. */
 #ifndef FRER_MAX_IDENTITIES
 #define FRER_MAX_IDENTITIES 32
 #endif
+/* Entries of identity_hash: one per hashed identity. */
+#ifndef FRER_MAX_HASHED
+#define FRER_MAX_HASHED 65536
+#endif
+/* Shapes of hashed identities (the fields they compare, their VLAN rule and their ports): one
+ * hash lookup per frame and shape on one of its ports. */
+#define FRER_MAX_SHAPES 4
+/* Recovery functions (entries of `rcvy` and `rcvy_reset_requests`). */
+#ifndef FRER_MAX_RCVY
+#define FRER_MAX_RCVY 65536
+#endif
+/* (stream, port) counter entries of `stream_port_stats`, made on a pair's first frame. */
+#ifndef FRER_MAX_STREAM_PORTS
+#define FRER_MAX_STREAM_PORTS 262144
+#endif
 /* Copies of one stream (stream split / replication): the issue asks for 2..8 member ports. */
 #define FRER_MAX_OUTPUTS 8
+/* Distinct sets of output ports of the XDP streams with more than one output (xdp_copies). */
+#define FRER_MAX_COPY_SETS 256
 /* Longest vector-algorithm history (frerSeqRcvyHistoryLength), in bits. */
 #define FRER_HISTORY_MAX 1024
 #define FRER_HISTORY_WORDS (FRER_HISTORY_MAX / 64)
 /* Recovery instances per stream: index 0 is the compound stream's sequence recovery, index
- * 1 + p the individual recovery of the member stream arriving on port p. */
+ * 1 + p the individual recovery of the member stream arriving on port p. The `rcvy` key of
+ * instance i of stream s is s * FRER_RCVY_PER_STREAM + i (a sparse key: `rcvy` is a hash). */
 #define FRER_RCVY_PER_STREAM (1 + FRER_MAX_PORTS)
 
 #define FRER_RTAG_ETHERTYPE 0xF1C1
@@ -44,14 +66,28 @@
 /* frer_settings.flags */
 #define FRER_SETTING_FIXED_CLOCK 0x1 /* use fixed_now_ns instead of bpf_ktime_get_ns() */
 
-/* Global settings of a data plane: array map `settings`, one entry. 56 bytes. */
+/* frer_id_shape.flags */
+#define FRER_SHAPE_ANY_VID 0x1  /* the identities of the shape take any VID (their vid is 0) */
+
+/* What the hashed identities of one shape compare, and where: a frame received on (or sent
+ * from) one of its ports is looked up once per shape, with these fields of it in the key
+ * (struct frer_id_key). 8 bytes. */
+struct frer_id_shape {
+	__u16 fields;     /* FRER_MATCH_* */
+	__u8 vlan_mode;   /* FRER_VLAN_* */
+	__u8 flags;       /* FRER_SHAPE_* */
+	__u32 port_mask;  /* the ports of every identity of the shape */
+};
+
+/* Global settings of a data plane: array map `settings`, one entry. 88 bytes. */
 struct frer_settings {
-	__u32 n_identities;  /* entries of `identities` in use, tried in order */
+	__u32 n_identities;  /* entries of `identities` in use, scanned in order */
 	__u32 bridge_ports;  /* mask of ports that plain-forward (learning bridge) other frames */
 	__u32 flags;         /* FRER_SETTING_* */
-	__u32 pad;
+	__u32 n_shapes;      /* shapes in use (0..FRER_MAX_SHAPES): lookups in identity_hash */
 	__u64 fixed_now_ns;  /* the clock under FRER_SETTING_FIXED_CLOCK (vector replay) */
 	__u16 pvid[FRER_MAX_PORTS]; /* per port: the VID of untagged and VID 0 frames (802.1Q 6.9) */
+	struct frer_id_shape shape[FRER_MAX_SHAPES];
 };
 
 /* frer_identity.fields: which parameters must match (a clear bit means "any"). */
@@ -77,7 +113,9 @@ struct frer_settings {
 #define FRER_DIR_EGRESS 1  /* frames the host sends out of the port (tc egress) */
 
 /* One stream identity, normalised from its 802.1CB type (null, source MAC + VLAN, active
- * destination MAC + VLAN, IP) to one matcher. Array map `identities`, 64 bytes. */
+ * destination MAC + VLAN, IP) to one matcher. Array map `identities`, 64 bytes. position is its
+ * place in the node's order of identities (the first that matches a frame wins): the scan
+ * stops at an entry placed after a hashed identity that matched. */
 struct frer_identity {
 	__u32 port_mask;  /* ports where it applies */
 	__u16 stream;     /* stream index it identifies */
@@ -91,9 +129,34 @@ struct frer_identity {
 	__u8 proto;       /* IP next protocol */
 	__be16 sport;
 	__be16 dport;
-	__u8 pad[2];
+	__u16 position;
 	__be32 ip_src[4]; /* IPv4 in [0], IPv6 in all four */
 	__be32 ip_dst[4];
+};
+
+/* The key of a hashed identity (hash map `identity_hash`): the fields its shape compares, the
+ * others zero. A frame's key is made the same way from the frame, so the two are equal exactly
+ * when the identity matches the frame. 56 bytes. */
+struct frer_id_key {
+	__u8 direction;   /* FRER_DIR_* */
+	__u8 pad;
+	__u8 shape;       /* index in frer_settings.shape */
+	__u8 ip;          /* 4 or 6 under FRER_MATCH_IPV4 / IPV6, else 0 */
+	__u16 vid;        /* the frame's VID (an untagged frame's: the PVID), 0 under ANY_VID */
+	__u8 dscp;
+	__u8 proto;
+	__u8 dmac[6];
+	__u8 smac[6];
+	__be16 sport;
+	__be16 dport;
+	__be32 ip_src[4];
+	__be32 ip_dst[4];
+};
+
+/* What identity_hash gives: the stream and the identity's position. 4 bytes. */
+struct frer_id_hit {
+	__u16 stream;
+	__u16 position;
 };
 
 /* frer_output.flags */
@@ -119,7 +182,7 @@ struct frer_output {
 #define FRER_STREAM_INDIVIDUAL 0x4 /* individual recovery of member streams here (individual[]) */
 #define FRER_STREAM_ENCODE 0x8     /* copies leave with an R-TAG (else it is removed) */
 
-/* What one node does with one stream. Array map `streams`, 160 bytes. Recovery instances
+/* What one node does with one stream. Hash map `streams` (key: the stream index), 160 bytes. Recovery instances
  * beyond the compound one (index 0 of the stream's `rcvy` entries) are per port: a sequence
  * recovery function placed on port p (bit p of rcvy_ports: frames of the stream received on p,
  * and copies sent out of p, pass through instance 1 + p), and the individual recovery
@@ -128,14 +191,16 @@ struct frer_output {
 struct frer_stream {
 	__u32 flags;     /* FRER_STREAM_* */
 	__u8 n_outputs;  /* 0 drops the stream */
-	__u8 pad[3];
+	__u8 pad;
+	__u16 copies;    /* XDP, more than one output: its output ports' entry of xdp_copies */
 	struct frer_output out[FRER_MAX_OUTPUTS];
 	__u32 rcvy_ports;
 	__u8 individual[FRER_MAX_PORTS];
 	__u32 pad2;
 };
 
-/* Sequence generation (7.4.1). Array map `seqgen`, per stream. */
+/* Sequence generation (7.4.1). Hash map `seqgen`, per stream (written for every stream
+ * numbered here). */
 struct frer_seqgen {
 	__u32 next;      /* GenSeqNum is next mod 65536; incremented atomically */
 	__u32 pad;
@@ -152,7 +217,7 @@ struct frer_seqgen {
 #define FRER_RCVY_INDIVIDUAL 0x4       /* frerSeqRcvyIndividualRecovery: discards reload the timer */
 
 /* One sequence recovery function (7.4.2-7.4.3): configuration, state and clause-10 counters
- * under one spin lock. Array map `rcvy`, index stream * FRER_RCVY_PER_STREAM + instance.
+ * under one spin lock. Hash map `rcvy`, key stream * FRER_RCVY_PER_STREAM + instance.
  * The history is a ring: bit (n mod 1024) stands for sequence number n; only the numbers in
  * the window RecovSeqNum-HL+1 .. RecovSeqNum may have their bit set. 240 bytes. A management
  * reset (frerSeqRcvyReset) is asked for by incrementing the function's entry in the array map
@@ -202,7 +267,8 @@ struct frer_port_stats {
 				 * have numbered, eliminated or re-tagged as one: dropped */
 };
 
-/* Per port and stream counters (per-CPU array `stream_port_stats`, stream * MAX_PORTS + port),
+/* Per port and stream counters (per-CPU hash `stream_port_stats`, key stream * MAX_PORTS + port,
+ * made zero by the program on the pair's first frame; no entry: all zero),
  * by where the stream identification function sits (802.1CB 9.1.1, the YANG in-facing and
  * out-facing containers): frames received are identified out-facing (coming from the physical
  * interface), frames the host sends in-facing (coming from the system). */
@@ -258,31 +324,44 @@ struct {
 	__type(value, struct frer_identity);
 } identities SEC(".maps");
 
+/* hashed identities (see struct frer_id_key) */
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, FRER_MAX_HASHED);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct frer_id_key);
+	__type(value, struct frer_id_hit);
+} identity_hash SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, FRER_MAX_STREAMS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u32);
 	__type(value, struct frer_stream);
 } streams SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, FRER_MAX_STREAMS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u32);
 	__type(value, struct frer_seqgen);
 } seqgen SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, FRER_MAX_STREAMS * FRER_RCVY_PER_STREAM);
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, FRER_MAX_RCVY);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u32);
 	__type(value, struct frer_rcvy);
 } rcvy SEC(".maps");
 
 /* management resets asked for, per recovery function (see struct frer_rcvy) */
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, FRER_MAX_STREAMS * FRER_RCVY_PER_STREAM);
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, FRER_MAX_RCVY);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u32);
 	__type(value, __u32);
 } rcvy_reset_requests SEC(".maps");
@@ -295,8 +374,9 @@ struct {
 } port_stats SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, FRER_MAX_STREAMS * FRER_MAX_PORTS);
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, FRER_MAX_STREAM_PORTS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u32);
 	__type(value, struct frer_stream_port_stats);
 } stream_port_stats SEC(".maps");
@@ -546,27 +626,102 @@ static __always_inline int identity_matches(const struct frer_identity *id,
 	return 1;
 }
 
-/* The stream index of the frame in `scratch`, or -1 when no identity matches. A global
- * function, so the verifier checks it once on its own. */
+#define FRER_IP_FIELDS (FRER_MATCH_IP | FRER_MATCH_IPV4 | FRER_MATCH_IPV6 | FRER_MATCH_IP_SRC | \
+			FRER_MATCH_IP_DST | FRER_MATCH_DSCP | FRER_MATCH_PROTO)
+
+/* The key of frame f for shape `index` (sh) into k; 0 when the frame cannot match an identity
+ * of that shape at all (its VLAN rule, or a field the frame lacks). Mirrors identity_matches:
+ * python/frerlab/dataplane/layout.py makes an identity's key the same way. */
+static __always_inline int frame_key(struct frer_id_key *k, const struct frer_id_shape *sh, __u32 index,
+				     const struct frame *f, __u32 port, __u32 direction, __u16 pvid)
+{
+	__u16 m = sh->fields;
+	int words = f->ip == 6 ? 4 : 1;
+
+	__builtin_memset(k, 0, sizeof(*k));
+	if (sh->vlan_mode == FRER_VLAN_TAGGED && !f->vlan)
+		return 0;
+	if (sh->vlan_mode == FRER_VLAN_PRIORITY && f->vlan && f->vid != 0)
+		return 0;
+	if ((m & FRER_IP_FIELDS) && !f->ip)
+		return 0;
+	if (((m & FRER_MATCH_IPV4) && f->ip != 4) || ((m & FRER_MATCH_IPV6) && f->ip != 6))
+		return 0;
+	if ((m & (FRER_MATCH_SPORT | FRER_MATCH_DPORT)) && !f->l4)
+		return 0;
+	if (!(sh->port_mask & (1u << (port & 31))))
+		return 0;
+	k->direction = direction;
+	k->shape = index;
+	if (!(sh->flags & FRER_SHAPE_ANY_VID))
+		k->vid = f->vlan && f->vid ? f->vid : pvid;
+	if (m & FRER_MATCH_DMAC)
+		__builtin_memcpy(k->dmac, &f->hdr[0], 6);
+	if (m & FRER_MATCH_SMAC)
+		__builtin_memcpy(k->smac, &f->hdr[6], 6);
+	if (m & (FRER_MATCH_IPV4 | FRER_MATCH_IPV6))
+		k->ip = f->ip;
+	for (int i = 0; i < 4; i++) {
+		if (i < words && (m & FRER_MATCH_IP_SRC))
+			k->ip_src[i] = f->ip_src[i];
+		if (i < words && (m & FRER_MATCH_IP_DST))
+			k->ip_dst[i] = f->ip_dst[i];
+	}
+	if (m & FRER_MATCH_DSCP)
+		k->dscp = f->dscp;
+	if (m & FRER_MATCH_PROTO)
+		k->proto = f->proto;
+	if (m & FRER_MATCH_SPORT)
+		k->sport = f->sport;
+	if (m & FRER_MATCH_DPORT)
+		k->dport = f->dport;
+	return 1;
+}
+
+/* The stream index of the frame in `scratch`, or -1 when no identity matches: the identity
+ * first in the node's order (lowest position) among those that match. One identity_hash lookup
+ * per shape in use gives the first hashed match; the scan of `identities` (in order) then stops
+ * at its first match or at an entry placed after the hashed one. A global function, so the
+ * verifier checks it once on its own. */
 __attribute__((noinline)) int frer_identify(__u32 port, __u32 direction)
 {
-	__u32 zero = 0;
+	__u32 zero = 0, best = FRER_MAX_STREAMS; /* past every position (a __u16) */
 	struct frer_settings *s = bpf_map_lookup_elem(&settings, &zero);
 	struct frame *f = bpf_map_lookup_elem(&scratch, &zero);
+	struct frer_id_key k;
+	int sid = -1;
 
 	if (!s || !f)
 		return -1;
 	__u16 pvid = s->pvid[port & (FRER_MAX_PORTS - 1)];
 
+	for (__u32 i = 0; i < FRER_MAX_SHAPES; i++) {
+		if (i >= s->n_shapes)
+			break;
+		if (!frame_key(&k, &s->shape[i], i, f, port, direction, pvid))
+			continue;
+		struct frer_id_hit *hit = bpf_map_lookup_elem(&identity_hash, &k);
+
+		if (hit && hit->position < best) {
+			best = hit->position;
+			sid = hit->stream;
+		}
+	}
 	for (__u32 i = 0; i < FRER_MAX_IDENTITIES; i++) {
+		__u32 key = i; /* i itself stays in a register, where the verifier sees it grow */
+
 		if (i >= s->n_identities)
 			break;
-		struct frer_identity *id = bpf_map_lookup_elem(&identities, &i);
+		struct frer_identity *id = bpf_map_lookup_elem(&identities, &key);
 
-		if (id && identity_matches(id, f, port, direction, pvid))
-			return id->stream < FRER_MAX_STREAMS ? id->stream : -1;
+		if (!id || id->position >= best)
+			break;
+		if (identity_matches(id, f, port, direction, pvid)) {
+			sid = id->stream;
+			break;
+		}
 	}
-	return -1;
+	return sid < FRER_MAX_STREAMS ? sid : -1;
 }
 
 /* ---- sequence recovery (802.1CB 7.4.3), mirrors crates/frer/src/recovery.rs ---- */
@@ -743,10 +898,16 @@ static __always_inline struct frer_port_stats *port_stats_of(__u32 port)
 	return bpf_map_lookup_elem(&port_stats, &port);
 }
 
+/* The counters of a stream on a port, made (zero) on the pair's first frame; NULL only when
+ * stream_port_stats is full (the frame is then not counted there). */
 static __always_inline struct frer_stream_port_stats *sp_stats_of(__u32 stream, __u32 port)
 {
 	__u32 key = stream * FRER_MAX_PORTS + port;
+	struct frer_stream_port_stats *sp = bpf_map_lookup_elem(&stream_port_stats, &key), zero = {};
 
+	if (sp)
+		return sp;
+	bpf_map_update_elem(&stream_port_stats, &key, &zero, BPF_NOEXIST);
 	return bpf_map_lookup_elem(&stream_port_stats, &key);
 }
 

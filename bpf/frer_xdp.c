@@ -8,7 +8,7 @@
  * identification, sequence generation and recovery are frer_common.h's. The R-TAG is pushed and
  * popped by moving the frame's head (bpf_xdp_adjust_head), which costs the same at any length.
  * Copies: one output is a bpf_redirect (or XDP_PASS for this host); more are one broadcast
- * redirect into the stream's entry of xdp_copies, a device map of exactly its output ports,
+ * redirect into the entry of xdp_copies of its output ports, a device map of exactly them,
  * and leave alike (the loader refuses a stream whose copies differ, or that also goes to this
  * host: such a node runs on tc). There is no egress hook in XDP: frames the host sends stay with
  * frer_egress (tc). A VLAN tag held in skb metadata is not seen here.
@@ -17,11 +17,13 @@
 
 #include "frer_common.h"
 
-/* Per stream with more than one output: a device map of its output ports (ifindex -> ifindex),
- * created and filled by the loader; a broadcast redirect sends one copy to each. */
+/* Per set of output ports of the streams with more than one output (frer_stream.copies): a
+ * device map of those ports (ifindex -> ifindex), created and filled by the loader; a broadcast
+ * redirect sends one copy to each. Shared by the streams with the same ports: an update of a
+ * map-in-map waits for an RCU grace period, too slow to make one per stream of 64k. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
-	__uint(max_entries, FRER_MAX_STREAMS);
+	__uint(max_entries, FRER_MAX_COPY_SETS);
 	__type(key, __u32);
 	__array(values, struct {
 		__uint(type, BPF_MAP_TYPE_DEVMAP_HASH);
@@ -136,7 +138,9 @@ static __always_inline int send_copies(struct xdp_md *ctx, const struct frame *f
 			sp->output++;
 		return verdict;
 	}
-	copies = bpf_map_lookup_elem(&xdp_copies, &stream);
+	__u32 set = st->copies;
+
+	copies = bpf_map_lookup_elem(&xdp_copies, &set);
 	if (!copies || output_rewrite(ctx, o, f))
 		goto tx_error;
 	verdict = bpf_redirect_map(copies, 0, BPF_F_BROADCAST | XDP_DROP);
@@ -207,10 +211,11 @@ int frer_xdp(struct xdp_md *ctx)
 		return plain_forward(s, f, port, ps);
 	stream = sid;
 	st = bpf_map_lookup_elem(&streams, &stream);
-	sp = sp_stats_of(stream, port);
-	if (!st || !sp)
+	if (!st)
 		return XDP_DROP;
-	sp->input++;
+	sp = sp_stats_of(stream, port);
+	if (sp)
+		sp->input++;
 	if (frer_stream_in(s, st, stream, port, f, ps, &rc) == VERDICT_DISCARD)
 		return XDP_DROP;
 	if (st->flags & FRER_STREAM_ENCODE) {

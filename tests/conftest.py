@@ -55,6 +55,13 @@ def frer_pinned():
         yield pinned
 
 
+@pytest.fixture
+def frer_fresh():
+    """frer.o loaded and pinned for one test only (its hashed identities start empty)."""
+    with _pinned(f"frerlab-test-{os.getpid()}-fresh") as pinned:
+        yield pinned
+
+
 class HookRunner:
     """frer.o's maps and one hook's program on them: `run(frame, port)` runs frer_ingress (tc)
     or frer_xdp on a frame received on port p; `passed`, `dropped` are that hook's verdicts

@@ -47,8 +47,14 @@ def talker(**changes) -> dict:
 
 
 def identity(index: int) -> dict:
-    return {"index": index, "handle": index, "out-facing": {"input-port": ["t0a"]},
-            "ip-stream-identification": {"ip-destination": "198.18.0.2"}}
+    """An IP identity of a shape of its own (its VLAN rule and the fields it compares), so none is
+    hashed: each is left to the data plane's ordered scan."""
+    tagged, vlan = [("all", 0), ("all", 5), ("tagged", 0), ("tagged", 5), ("priority", 0)][index % 5]
+    ip = {"ip-destination": "198.18.0.2", "tagged": tagged, "vlan": vlan}
+    for bit, extra in enumerate([{"dscp": 46}, {"destination-mac": "02:00:00:00:00:02"}, {"next-protocol": "udp"}]):
+        if index // 5 >> bit & 1:
+            ip.update(extra)
+    return {"index": index, "handle": index, "out-facing": {"input-port": ["t0a"]}, "ip-stream-identification": ip}
 
 
 #: File name -> content (text, bytes, or a dict dumped as YAML) of the bad files the rows use.
@@ -70,7 +76,9 @@ FILES = {
     "port-local.yaml": yaml.safe_dump(talker(ports=["local", "t0b"])),
     "port-dash.yaml": yaml.safe_dump(talker(ports=["-t0a", "t0b"])),
     "port-long.yaml": yaml.safe_dump(talker(ports=["abcdefghijklmnop", "t0b"])),
-    "too-many.yaml": yaml.safe_dump(talker(**{"stream-identity": [identity(i) for i in range(1, 34)]})),
+    "too-many.yaml": yaml.safe_dump(talker(**{
+        "stream-identity": [*TALKER["stream-identity"], *(identity(i) for i in range(2, 35))],
+        "stream-forwarding": [*TALKER["stream-forwarding"], *({"stream": i, "output-port": ["t0b"]} for i in range(2, 35))]})),
     "too-many-streams.yaml": yaml.safe_dump(talker(**{"sequence-generation": [
         {"index": 1, "stream": list(range(MAX_ENTRIES + 1))}]})),
     "talker-drops.yaml": yaml.safe_dump(talker(**{
@@ -142,7 +150,7 @@ CONFIG_ROWS = [
     ("port-local.yaml", ["ports.0: port name 'local' is reserved by frerlab"]),
     ("port-dash.yaml", ["ports.0: port name '-t0a' is not valid: use 1-15 letters"]),
     ("port-long.yaml", ["port name 'abcdefghijklmnop' is not valid: use 1-15"]),
-    ("too-many.yaml", ["stream-identity: List should have at most 32 items"]),
+    ("too-many.yaml", ["34 identities to scan is out of range (0..=32, FRER_MAX_IDENTITIES)"]),
     ("too-many-streams.yaml", [f"sequence-generation.0.stream: List should have at most {MAX_ENTRIES} items"]),
     ("talker-drops.yaml", ["sequence-recovery of stream 1 would discard every frame this host sends on t0a",
                            "add sequence-generation for stream 1, or take-no-sequence: true"]),

@@ -212,3 +212,19 @@ def test_bad_configurations_are_refused_naming_the_field(change, message):
         parse_config(node(**change), "node.yaml")
     assert message in str(err.value)
     assert str(err.value).startswith("node.yaml")
+
+
+def test_identities_left_to_the_scan_are_limited_naming_the_count_and_range():
+    """Identities of shapes no other identity shares are scanned: 33 of them (each on its own
+    subset of the ports) exceed the scan's 32."""
+    ports = [f"p{i}" for i in range(6)]
+    subsets = [[p for bit, p in enumerate(ports) if mask >> bit & 1] for mask in range(1, 34)]
+    data = {"ports": ports, "stream-identity": [
+        {"index": i, "handle": i, "out-facing": {"input-port": on},
+         "null-stream-identification": {"destination-mac": f"02:00:00:00:00:{i:02x}"}} for i, on in enumerate(subsets)],
+        "stream-forwarding": [{"stream": i, "output-port": ["local"]} for i in range(33)]}
+    with pytest.raises(UsageError, match=r"33 identities to scan is out of range \(0\.\.=32, FRER_MAX_IDENTITIES\)"):
+        parse_config(data)
+    data["stream-identity"][0]["out-facing"]["input-port"] = subsets[1]  # two share a shape: hashed
+    plan = parse_config(data).plan
+    assert len(plan.scanned) == 31 and len(plan.hashed) == 2

@@ -6,7 +6,9 @@ protocol and ports) and a random port PVID are written once as a data plane conf
 the core's StreamIdentifier; random frames (untagged, one or two VLAN tags of any PCP, VID 0
 or the PVID among them, with or without an R-TAG, IPv4, IPv6, fragments, ARP) then go through
 frer_ingress with BPF_PROG_TEST_RUN. The stream the program counted each frame for must be
-the one the core identifies for a frame received on a port with that PVID, or none for both."""
+the one the core identifies for a frame received on a port with that PVID, or none for both.
+The tables mix hashed and scanned identities (config._place_identities), and a fixed table
+checks the order between the two on both hooks: the first identity that matches wins."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from conftest import IFINDEX_BASE, NEEDS_BPF
 
 from frerlab.dataplane import layout
 from frerlab.dataplane.config import compile_node, parse_config
-from frerlab.dataplane.node import percpu_sum
+from frerlab.dataplane.node import percpu_sum, write_identities
 from frerlab.frer import StreamIdentifier, push_rtag
 
 pytestmark = NEEDS_BPF
@@ -110,12 +112,12 @@ def random_frame(rng: random.Random) -> bytes:
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_ebpf_identifies_like_the_core(frer_pinned, seed):
+def test_ebpf_identifies_like_the_core(frer_fresh, seed):
     rng = random.Random(seed)
-    _, maps, prog = frer_pinned
+    _, maps, prog = frer_fresh
     pvid = rng.choice(PVIDS)
     entries, core = [], StreamIdentifier()
-    for index in range(rng.randrange(3, 9)):
+    for index in range(rng.randrange(6, 14)):
         entry, (method, args, kwargs) = random_identity(rng, index, handle=rng.randrange(1, 6))
         entries.append(entry)
         getattr(core, method)(*args, **kwargs)
@@ -124,12 +126,12 @@ def test_ebpf_identifies_like_the_core(frer_pinned, seed):
                         "stream-identity": entries,
                         "stream-forwarding": [{"stream": h, "output-port": ["local"]} for h in handles]})
     plan = compile_node(cfg)
+    assert plan.shapes and plan.scanned, "the table has hashed and scanned identities"
     maps["port_of_ifindex"].update(layout.key(IFINDEX_BASE), layout.key(0))
     for stream, (flags, _) in enumerate(plan.streams):
         maps["streams"].update(layout.key(stream), layout.stream(flags, [layout.output(flags=layout.OUT_LOCAL)]))
-    for i, identity in enumerate(plan.identities):
-        maps["identities"].update(layout.key(i), identity.pack())
-    maps["settings"].update(layout.key(0), layout.settings(len(plan.identities), pvids=plan.pvids))
+    write_identities(maps, plan)
+    maps["settings"].update(layout.key(0), layout.settings(len(plan.scanned), pvids=plan.pvids, shapes=plan.shapes))
 
     def counted() -> list[int]:
         """Per stream: frames identified on port 0 (input, or an encoding error)."""
@@ -152,7 +154,78 @@ def test_ebpf_identifies_like_the_core(frer_pinned, seed):
             f"frame {n} {frame.hex()} at PVID {pvid}: eBPF {hits}, core {expected}; identities {entries}"
         matched += expected is not None
     assert matched > 20, "the random frames exercise the identities"
-    # leave the module's shared program as the other tests expect it
-    maps["settings"].update(layout.key(0), layout.settings(0))
-    for i in range(len(plan.identities)):
-        maps["identities"].update(layout.key(i), layout.Identity(0, 0).pack())
+
+
+#: A fixed table whose identities overlap across the hashed and the scanned ones, in the
+#: node's order (handle = position + 1): the ip ones (0, 3) and the null ones (1, 2, 5) share
+#: their shapes and are hashed; the source MAC ones (4, 6), each of a shape of its own, are
+#: scanned. 5 repeats 1's matcher: it never wins.
+ORDERED = [
+    {"ip-stream-identification": {"ip-destination": "198.18.0.2", "next-protocol": "udp", "destination-port": 5000}},
+    {"null-stream-identification": {"destination-mac": MACS[0]}},
+    {"null-stream-identification": {"destination-mac": MACS[1]}},
+    {"ip-stream-identification": {"ip-destination": "198.18.0.2", "next-protocol": "udp", "destination-port": 5001}},
+    {"smac-vlan-stream-identification": {"source-mac": MACS[2], "tagged": "all", "vlan": 0}},
+    {"null-stream-identification": {"destination-mac": MACS[0]}},
+    {"smac-vlan-stream-identification": {"source-mac": MACS[1], "tagged": "tagged", "vlan": 0}},
+]
+
+
+def udp_frame(dmac: str, smac: str, dport: int, vid: int | None = None) -> bytes:
+    tag = b"" if vid is None else b"\x81\x00" + vid.to_bytes(2, "big")
+    header = (bytes([0x45, 0]) + (28).to_bytes(2, "big") + bytes(4) + bytes([64, 17]) + bytes(2)
+              + ipaddress.ip_address("198.18.0.1").packed + ipaddress.ip_address("198.18.0.2").packed)
+    udp = (4000).to_bytes(2, "big") + dport.to_bytes(2, "big") + (8).to_bytes(2, "big") + bytes(2)
+    return (mac(dmac) + mac(smac) + tag + b"\x08\x00" + header + udp).ljust(60, b"\0")
+
+
+#: (frame, the handle the first matching identity gives): each pair of a hashed and a scanned
+#: or two hashed identities of different shapes decided by position.
+ORDER_CASES = [
+    (udp_frame(MACS[0], MACS[1], 5000), 1),  # hashed ip (0) before hashed null (1)
+    (udp_frame(MACS[0], MACS[1], 5001), 2),  # hashed null (1) before hashed ip (3)
+    (udp_frame(MACS[1], MACS[2], 5001), 3),  # hashed null (2) before hashed ip (3), scanned smac (4)
+    (udp_frame("02:00:00:00:00:09", MACS[2], 5001), 4),  # hashed ip (3) before scanned smac (4)
+    (udp_frame("02:00:00:00:00:09", MACS[2], 7), 5),  # scanned smac (4) alone
+    (udp_frame("02:00:00:00:00:09", MACS[1], 7, vid=10), 7),  # scanned smac (6) alone
+    (udp_frame("02:00:00:00:00:09", MACS[1], 5000, vid=10), 1),  # hashed ip (0) before scanned smac (6)
+    (udp_frame("02:00:00:00:00:09", MACS[0], 7), None),
+]
+
+
+def test_the_first_matching_identity_wins_hashed_or_scanned(hook_runner):
+    """Fails if either path ignored the order: the hash taken before the scan, the scan before
+    the hash, or one hashed shape before another, each gives another stream for some frame."""
+    cfg = parse_config({"ports": ["p0"], "stream-identity": [
+        {"index": i, "handle": i + 1, "out-facing": {"input-port": ["p0"]}, **kind} for i, kind in enumerate(ORDERED)],
+        "stream-forwarding": [{"stream": i + 1, "output-port": ["local"]} for i in range(len(ORDERED))]})
+    plan = cfg.plan
+    assert [i.position for i in plan.scanned] == [4, 6] and len(plan.shapes) == 2
+    maps = hook_runner.maps
+    maps["port_of_ifindex"].update(layout.key(hook_runner.ifindexes[0]), layout.key(0))
+    for stream, (flags, _) in enumerate(plan.streams):
+        maps["streams"].update(layout.key(stream), layout.stream(flags, [layout.output(flags=layout.OUT_LOCAL)]))
+    write_identities(maps, plan)
+    maps["settings"].update(layout.key(0), layout.settings(len(plan.scanned), shapes=plan.shapes))
+    core = StreamIdentifier()
+    for i, kind in enumerate(ORDERED):
+        ((name, params),) = kind.items()
+        if name.startswith("null"):
+            core.add_null(i + 1, params["destination-mac"], "all", 0)
+        elif name.startswith("smac"):
+            core.add_source_mac_vlan(i + 1, params["source-mac"], params["tagged"], params["vlan"])
+        else:
+            core.add_ip(i + 1, dst_ip=params["ip-destination"], next_protocol="udp", dst_port=params["destination-port"])
+
+    def counted() -> list[int]:
+        return [percpu_sum(maps, "stream_port_stats", s * layout.MAX_PORTS)[0] for s in range(len(ORDERED))]
+
+    try:
+        for frame, handle in ORDER_CASES:
+            assert core.identify(frame) == handle, "the case agrees with the core"
+            before = counted()
+            hook_runner.run(frame)
+            hits = [s + 1 for s, (a, b) in enumerate(zip(counted(), before)) if a != b]
+            assert hits == ([] if handle is None else [handle]), f"{hook_runner.hook}: {frame.hex()}"
+    finally:
+        maps["settings"].update(layout.key(0), layout.settings(0))

@@ -19,6 +19,7 @@ error names the field path and what would be valid. Example (the seeds' SW1, rep
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from dataclasses import dataclass, field
@@ -41,6 +42,10 @@ _MAC = re.compile(r"^[0-9a-fA-F]{2}([:-][0-9a-fA-F]{2}){5}$")
 _PROTOCOLS = {"none": 0, "udp": 17, "tcp": 6, "sctp": 132}
 
 
+#: An address parsed once per text (a configuration with 64k IP identities repeats a few).
+_address = functools.lru_cache(maxsize=1024)(ipaddress.ip_address)
+
+
 def _mac(value: str) -> str:
     if not isinstance(value, str) or not _MAC.match(value):
         raise ValueError(f"{value!r} is not a MAC address (like 02:00:00:00:00:01)")
@@ -54,6 +59,9 @@ Port = pydantic_name("port", MAX_IFNAME)
 OwnPort = pydantic_name("port", MAX_IFNAME, reserved=(LOCAL,))
 #: Longest list of ports, streams or entries in one configuration (checked before compiling).
 MAX_ENTRIES = layout.MAX_STREAMS
+#: A shape (layout.Shape) is hashed when at least this many identities have it: one hash
+#: lookup costs about what scanning two entries does.
+HASH_MIN_IDENTITIES = 2
 
 
 class _Model(BaseModel):
@@ -130,11 +138,11 @@ class IpId(_Model):
     def _valid(self) -> IpId:
         for name in ("ip_source", "ip_destination"):
             try:
-                ipaddress.ip_address(getattr(self, name))
+                _address(getattr(self, name))
             except ValueError:
                 raise ValueError(f"{name.replace('_', '-')} {getattr(self, name)!r} is not an IPv4 "
                                  "or IPv6 address (0.0.0.0 or :: to ignore)") from None
-        src, dst = (ipaddress.ip_address(a) for a in (self.ip_source, self.ip_destination))
+        src, dst = (_address(a) for a in (self.ip_source, self.ip_destination))
         if not src.is_unspecified and not dst.is_unspecified and src.version != dst.version:
             raise ValueError(f"ip-source {src} and ip-destination {dst} are of different IP versions")
         if self.next_protocol == "none" and (self.source_port or self.destination_port):
@@ -155,8 +163,8 @@ class StreamIdentity(_Model):
 
     index: int = Field(ge=0)
     handle: int = Field(ge=0, lt=2**32)
-    in_facing: Facing = Facing()
-    out_facing: Facing = Facing()
+    in_facing: Facing = Field(default_factory=Facing)
+    out_facing: Facing = Field(default_factory=Facing)
     null_stream_identification: NullId | None = None
     smac_vlan_stream_identification: SmacVlanId | None = None
     dmac_vlan_stream_identification: DmacVlanId | None = None
@@ -392,7 +400,7 @@ class NodeConfig(_Model):
     ports: list[OwnPort] = Field(min_length=1, max_length=layout.MAX_PORTS)
     bridge_ports: list[OwnPort] = Field(default_factory=list, max_length=layout.MAX_PORTS)
     port_settings: list[PortSettings] = Field(default_factory=list, max_length=layout.MAX_PORTS)
-    stream_identity: list[StreamIdentity] = Field(default_factory=list, max_length=layout.MAX_IDENTITIES)
+    stream_identity: list[StreamIdentity] = Field(default_factory=list, max_length=layout.MAX_POSITIONS)
     sequence_generation: list[SequenceGeneration] = Field(default_factory=list, max_length=MAX_ENTRIES)
     sequence_recovery: list[SequenceRecovery] = Field(default_factory=list, max_length=MAX_ENTRIES)
     sequence_identification: list[SequenceIdentification] = Field(default_factory=list, max_length=MAX_ENTRIES)
@@ -461,7 +469,10 @@ class NodePlan:
 
     ports: list[str]
     handles: list[int]  # stream index -> handle
-    identities: list[layout.Identity] = field(default_factory=list)
+    identities: list[layout.Identity] = field(default_factory=list)  # in the node's order
+    shapes: list[layout.Shape] = field(default_factory=list)  # of the hashed identities
+    hashed: dict[bytes, bytes] = field(default_factory=dict)  # identity_hash: key -> frer_id_hit
+    scanned: list[layout.Identity] = field(default_factory=list)  # the `identities` array
     streams: list[tuple[int, list[OutputPlan]]] = field(default_factory=list)  # (flags, outputs)
     recovery_ports: list[int] = field(default_factory=list)  # per stream: layout.stream rcvy_ports
     individual_feeds: list[dict[int, int]] = field(default_factory=list)  # per stream: port -> instance
@@ -495,7 +506,8 @@ def compile_node(cfg: NodeConfig) -> NodePlan:
                    if i.received() or not i.dmac_vlan_stream_identification}
     handles = sorted(identifying)
     if len(handles) > layout.MAX_STREAMS:
-        raise ValueError(f"{len(handles)} stream handles is out of range (1..={layout.MAX_STREAMS})")
+        raise ValueError(f"{len(handles)} stream handles is out of range (1..={layout.MAX_STREAMS}, "
+                         "FRER_MAX_STREAMS)")
     stream_of = {h: s for s, h in enumerate(handles)}
 
     def stream_index(handle: int, where: str) -> int:
@@ -509,7 +521,7 @@ def compile_node(cfg: NodeConfig) -> NodePlan:
                     pvids=_pvids(cfg, port_index))
     active_up: dict[int, DmacVlanSide] = {}  # by handle
     active_down: dict[tuple[int, str], DmacVlanSide] = {}  # by (handle, output port)
-    for ident in cfg.stream_identity:
+    for position, ident in enumerate(cfg.stream_identity):
         where = f"stream-identity {ident.index}"
         active = ident.dmac_vlan_stream_identification
         if active:
@@ -527,17 +539,19 @@ def compile_node(cfg: NodeConfig) -> NodePlan:
             if not names:
                 continue
             mask = sum(1 << port_index(p, where) for p in names)
-            plan.identities.append(_identity(ident, stream, mask, direction))
+            plan.identities.append(_identity(ident, stream, mask, direction, position))
             target = plan.ingress_ports if direction == layout.DIR_INGRESS else plan.egress_ports
             target.extend(p for p in names if p not in target)
     plan.ingress_ports.extend(p for p in cfg.bridge_ports if p not in plan.ingress_ports)
 
+    _place_identities(plan)
     flags = [0] * len(handles)
     plan.recovery_ports = [0] * len(handles)
     plan.individual_feeds = [{} for _ in handles]
     for gen in cfg.sequence_generation:
         for handle in gen.stream:
             flags[stream_index(handle, f"sequence-generation {gen.index}")] |= layout.STREAM_GENERATE
+    placed: set[tuple[int, int]] = set()  # (stream, instance) of the recovery functions so far
     for rec in cfg.sequence_recovery:
         where = f"sequence-recovery {rec.index}"
         for p in rec.port:
@@ -564,10 +578,14 @@ def compile_node(cfg: NodeConfig) -> NodePlan:
                 flags[stream] |= layout.STREAM_RECOVER
                 instances = [(0, [])]
             for instance, on in instances:
-                if any(r.stream == stream and r.instance == instance for r in plan.recoveries):
+                if (stream, instance) in placed:
                     what = f"on port {on[0]}" if on else "for every frame of it"
                     raise ValueError(f"{where}: stream {handle} already has a recovery function {what}")
+                placed.add((stream, instance))
                 plan.recoveries.append(RecoveryPlan(stream, instance, handle, config, rec.latent(), on))
+    if len(plan.recoveries) > layout.MAX_RCVY:
+        raise ValueError(f"{len(plan.recoveries)} recovery functions is out of range "
+                         f"(0..={layout.MAX_RCVY}, FRER_MAX_RCVY)")
 
     encode = _encoding(cfg, flags, plan.recovery_ports, stream_index)
     splits = _splits(cfg, stream_index)
@@ -617,11 +635,44 @@ def compile_node(cfg: NodeConfig) -> NodePlan:
     return plan
 
 
+def _place_identities(plan: NodePlan) -> None:
+    """Which identities are hashed and which scanned (plan.shapes, hashed, scanned). The
+    identities of the up to layout.MAX_SHAPES shapes that most of them share (at least
+    HASH_MIN_IDENTITIES each) go into identity_hash, the rest into the scanned array. The order stays the
+    standard's: the program takes, of the identities matching a frame, the one with the lowest
+    position, hashed or scanned (docs/dataplane.md, identification); of hashed identities with
+    equal keys (equal matchers) the first is kept, since the later can never win. ValueError
+    when the scanned or hashed entries are more than the maps hold."""
+    by_shape: dict[layout.Shape, list[layout.Identity]] = {}
+    for ident in plan.identities:
+        shape = ident.shape()
+        if shape is not None:
+            by_shape.setdefault(shape, []).append(ident)
+    common = sorted((s for s, ids in by_shape.items() if len(ids) >= HASH_MIN_IDENTITIES),
+                    key=lambda s: (-len(by_shape[s]), by_shape[s][0].position))
+    plan.shapes = common[:layout.MAX_SHAPES]
+    for index, shape in enumerate(plan.shapes):
+        for ident in by_shape[shape]:
+            plan.hashed.setdefault(ident.hash_key(index), layout.ID_HIT.pack(ident.stream, ident.position))
+    plan.scanned = [i for i in plan.identities if i.shape() not in plan.shapes]
+    if len(plan.hashed) > layout.MAX_HASHED:
+        raise ValueError(f"{len(plan.hashed)} hashed identities is out of range (0..={layout.MAX_HASHED}, "
+                         "FRER_MAX_HASHED)")
+    if len(plan.scanned) > layout.MAX_IDENTITIES:
+        raise ValueError(f"{len(plan.scanned)} identities to scan is out of range (0..={layout.MAX_IDENTITIES}, "
+                         f"FRER_MAX_IDENTITIES): the identities of the {layout.MAX_SHAPES} shapes most of them "
+                         "share (the fields they compare, their tagged rule, whether their vlan is 0, their "
+                         "ports) are hashed, the others scanned; give fewer identities other "
+                         "shapes")
+
+
 def _check_in_facing_output(cfg: NodeConfig, ident: StreamIdentity) -> None:
     """ValueError for an in-facing output-port identity whose stream has a recovery function
     on that port: the data plane identifies received frames once, before any function of the
     port, but in the standard the port's out-facing recovery sees them before an in-facing
     identification names their stream, so it would not recover them."""
+    if not ident.in_facing.output_port:
+        return
     for rec in cfg.sequence_recovery:
         both = [p for p in ident.in_facing.output_port if p in rec.port]
         if ident.handle in rec.stream and both:
@@ -702,9 +753,9 @@ def _vlan_rule(tagged: str, vid: int, where: str) -> tuple[int, int]:
     return layout.VLAN_MODES[tagged], vid
 
 
-def _identity(ident: StreamIdentity, stream: int, mask: int, direction: int) -> layout.Identity:
+def _identity(ident: StreamIdentity, stream: int, mask: int, direction: int, position: int) -> layout.Identity:
     where = f"stream-identity {ident.index}"
-    base = dict(stream=stream, port_mask=mask, direction=direction)
+    base = dict(stream=stream, port_mask=mask, direction=direction, position=position)
     if (null := ident.null_stream_identification) is not None:
         mode, vid = _vlan_rule(null.tagged, null.vlan, where)
         return layout.Identity(**base, vlan_mode=mode, vid=vid, fields=layout.MATCH_DMAC,
@@ -721,7 +772,7 @@ def _identity(ident: StreamIdentity, stream: int, mask: int, direction: int) -> 
     ip = ident.ip_stream_identification
     mode, vid = _vlan_rule(ip.tagged, ip.vlan, where)
     fields = layout.MATCH_IP
-    src, dst = (ipaddress.ip_address(a) for a in (ip.ip_source, ip.ip_destination))
+    src, dst = (_address(a) for a in (ip.ip_source, ip.ip_destination))
     for addr, flag in ((src, layout.MATCH_IP_SRC), (dst, layout.MATCH_IP_DST)):
         if not addr.is_unspecified:
             fields |= flag | (layout.MATCH_IPV4 if addr.version == 4 else layout.MATCH_IPV6)

@@ -210,18 +210,20 @@ def snapshot(name: str) -> dict:
     state, plan, node = _running(name)
     try:
         streams = []
+        recoveries: dict[int, list] = {}
+        for r in plan.recoveries:
+            recoveries.setdefault(r.stream, []).append(r)
         for stream, handle in enumerate(plan.handles):
             flags = plan.streams[stream][0]
             record = {"handle": handle, "generation": None, "recovery": [], "ports": []}
             if flags & layout.STREAM_GENERATE:
                 record["generation"] = node.generation_counters(stream)
-            for r in plan.recoveries:
-                if r.stream == stream:
-                    raw = node.recovery_state(stream, r.instance)
-                    record["recovery"].append({
-                        "function": r.function, "port": r.port_label, "algorithm": r.config.algorithm,
-                        "history_length": r.config.history_length,
-                        **layout.rcvy_counters(raw), **lockout(r.config, layout.rcvy_times(raw))})
+            for r in recoveries.get(stream, []):
+                raw = node.recovery_state(stream, r.instance)
+                record["recovery"].append({
+                    "function": r.function, "port": r.port_label, "algorithm": r.config.algorithm,
+                    "history_length": r.config.history_length,
+                    **layout.rcvy_counters(raw), **lockout(r.config, layout.rcvy_times(raw))})
             for index, port in enumerate(plan.ports):
                 counters = node.stream_port_counters(stream, index)
                 if any(counters.values()):

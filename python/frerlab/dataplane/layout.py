@@ -9,10 +9,13 @@ from dataclasses import dataclass
 
 from frerlab.frer import COUNTER_NAMES
 
-SETTINGS = struct.Struct("<IIIIQ16H")
-IDENTITY = struct.Struct("<IHBBHH6s6sBB2s2s2x16s16s")
+SETTINGS = struct.Struct("<IIIIQ16H32s")
+IDENTITY = struct.Struct("<IHBBHH6s6sBB2s2sH16s16s")
+SHAPE = struct.Struct("<HBBI")
+ID_KEY = struct.Struct("<BBBBHBB6s6s2s2s16s16s")
+ID_HIT = struct.Struct("<HH")
 OUTPUT = struct.Struct("<IHH6sBB")
-STREAM_HEAD = struct.Struct("<IB3x")
+STREAM_HEAD = struct.Struct("<IBxH")
 RCVY = struct.Struct("<IBBHQQHBBHH16Q7Q2QII")
 SEQGEN = struct.Struct("<IIQQ")
 PORT_STATS = struct.Struct("<10Q")
@@ -24,8 +27,14 @@ PORT_COUNTERS = ("frames", "malformed", "seq_enc_errored", "rcvy_passed", "rcvy_
 #: struct frer_stream_port_stats, in order.
 STREAM_PORT_COUNTERS = ("input", "output", "seq_enc_errored", "input_sent")
 
-#: Limits of bpf/frer_common.h (FRER_MAX_*).
-MAX_PORTS, MAX_OUTPUTS, RCVY_PER_STREAM, MAX_STREAMS, MAX_IDENTITIES = 16, 8, 17, 64, 32
+#: Limits of bpf/frer_common.h (FRER_MAX_*): MAX_IDENTITIES counts the scanned identities,
+#: MAX_HASHED the entries of identity_hash, MAX_RCVY recovery functions, MAX_STREAM_PORTS the
+#: (stream, port) pairs with counters.
+MAX_PORTS, MAX_OUTPUTS, RCVY_PER_STREAM, MAX_STREAMS, MAX_IDENTITIES = 16, 8, 17, 65536, 32
+MAX_HASHED, MAX_SHAPES, MAX_RCVY, MAX_STREAM_PORTS, MAX_COPY_SETS = 65536, 4, 65536, 262144, 256
+#: Identity positions are __u16: at most this many identities in a node's order.
+MAX_POSITIONS = 65536
+SHAPE_ANY_VID = 0x1
 SETTING_FIXED_CLOCK = 0x1
 DIR_INGRESS, DIR_EGRESS = 0, 1
 VLAN_MODES = {"all": 0, "tagged": 1, "priority": 2}
@@ -43,7 +52,7 @@ TC_ACT_OK, TC_ACT_SHOT, TC_ACT_REDIRECT = 0, 2, 7
 #: XDP actions (linux/bpf.h enum xdp_action).
 XDP_DROP, XDP_PASS, XDP_REDIRECT = 1, 2, 4
 
-for _s, _size in ((SETTINGS, 56), (IDENTITY, 64), (OUTPUT, 16), (RCVY, 240), (SEQGEN, 24),
+for _s, _size in ((SETTINGS, 88), (IDENTITY, 64), (SHAPE, 8), (ID_KEY, 56), (ID_HIT, 4), (OUTPUT, 16), (RCVY, 240), (SEQGEN, 24),
                   (PORT_STATS, 80), (STREAM_PORT_STATS, 32)):
     assert _s.size == _size, f"{_s.format} packs {_s.size} bytes, frer_common.h says {_size}"
 #: struct frer_stream after its outputs: rcvy_ports, individual[MAX_PORTS], padding.
@@ -65,20 +74,38 @@ def rcvy_key(stream: int, instance: int = 0) -> bytes:
     return key(stream * RCVY_PER_STREAM + instance)
 
 
+@dataclass(frozen=True)
+class Shape:
+    """struct frer_id_shape: what the hashed identities of one shape compare (MATCH_* fields,
+    VLAN rule, SHAPE_* flags) and their ports."""
+
+    fields: int
+    vlan_mode: int
+    flags: int
+    port_mask: int
+
+    def pack(self) -> bytes:
+        return SHAPE.pack(self.fields, self.vlan_mode, self.flags, self.port_mask)
+
+
 def settings(n_identities: int, bridge_ports: int = 0, fixed_now_ns: int | None = None,
-             pvids: list[int] = ()) -> bytes:
-    """struct frer_settings; a `fixed_now_ns` replaces the kernel clock (for replays); `pvids`
-    are the ports' PVIDs by port index (DEFAULT_PVID for the ports after them)."""
+             pvids: list[int] = (), shapes: list[Shape] = ()) -> bytes:
+    """struct frer_settings; `n_identities` scanned identities; a `fixed_now_ns` replaces the
+    kernel clock (for replays); `pvids` are the ports' PVIDs by port index (DEFAULT_PVID for
+    the ports after them); `shapes` those of the hashed identities (up to MAX_SHAPES)."""
+    if len(shapes) > MAX_SHAPES:
+        raise ValueError(f"{len(shapes)} identity shapes is out of range (0..={MAX_SHAPES})")
     flags = 0 if fixed_now_ns is None else SETTING_FIXED_CLOCK
     pvid = [*pvids, *[DEFAULT_PVID] * (MAX_PORTS - len(pvids))]
-    return SETTINGS.pack(n_identities, bridge_ports, flags, 0, fixed_now_ns or 0, *pvid)
+    packed = b"".join(s.pack() for s in shapes).ljust(MAX_SHAPES * SHAPE.size, b"\0")
+    return SETTINGS.pack(n_identities, bridge_ports, flags, len(shapes), fixed_now_ns or 0, *pvid, packed)
 
 
 @dataclass(frozen=True)
 class Identity:
     """One normalised matcher (struct frer_identity): `fields` (MATCH_*) says which of the
     values must match; addresses and ports are in network order, an IPv4 address in the
-    first 4 bytes of its 16."""
+    first 4 bytes of its 16; `position` its place in the node's order (first match wins)."""
 
     stream: int
     port_mask: int
@@ -94,12 +121,33 @@ class Identity:
     dport: int = 0
     ip_src: bytes = bytes(16)
     ip_dst: bytes = bytes(16)
+    position: int = 0
 
     def pack(self) -> bytes:
         return IDENTITY.pack(self.port_mask, self.stream, self.direction, self.vlan_mode, self.vid,
                              self.fields, self.dmac, self.smac, self.dscp, self.proto,
-                             self.sport.to_bytes(2, "big"), self.dport.to_bytes(2, "big"),
+                             self.sport.to_bytes(2, "big"), self.dport.to_bytes(2, "big"), self.position,
                              self.ip_src.ljust(16, b"\0"), self.ip_dst.ljust(16, b"\0"))
+
+    def shape(self) -> Shape | None:
+        """Its shape; None when it cannot be hashed (an address without its IP version)."""
+        if self.fields & (MATCH_IP_SRC | MATCH_IP_DST) and not self.fields & (MATCH_IPV4 | MATCH_IPV6):
+            return None
+        return Shape(self.fields, self.vlan_mode, SHAPE_ANY_VID if self.vid == 0 else 0, self.port_mask)
+
+    def hash_key(self, index: int) -> bytes:
+        """Its struct frer_id_key as an identity of shape number `index` (its own shape;
+        bpf/frer_common.h frame_key makes a frame's)."""
+        m = self.fields
+        ip = 4 if m & MATCH_IPV4 else 6 if m & MATCH_IPV6 else 0
+        values = (ip, self.vid,
+                  self.dscp if m & MATCH_DSCP else 0, self.proto if m & MATCH_PROTO else 0,
+                  self.dmac if m & MATCH_DMAC else bytes(6), self.smac if m & MATCH_SMAC else bytes(6),
+                  (self.sport if m & MATCH_SPORT else 0).to_bytes(2, "big"),
+                  (self.dport if m & MATCH_DPORT else 0).to_bytes(2, "big"),
+                  self.ip_src.ljust(16, b"\0") if m & MATCH_IP_SRC else bytes(16),
+                  self.ip_dst.ljust(16, b"\0") if m & MATCH_IP_DST else bytes(16))
+        return ID_KEY.pack(self.direction, 0, index, *values)
 
 
 def match_all_identity(stream: int, port_mask: int, direction: int = DIR_INGRESS) -> bytes:
@@ -108,17 +156,17 @@ def match_all_identity(stream: int, port_mask: int, direction: int = DIR_INGRESS
 
 
 def stream(flags: int, outputs: list[bytes], rcvy_ports: int = 0,
-           individual: dict[int, int] | None = None) -> bytes:
+           individual: dict[int, int] | None = None, copies: int = 0) -> bytes:
     """struct frer_stream with up to MAX_OUTPUTS packed outputs; `rcvy_ports` the mask of ports
     with a sequence recovery function of the stream, `individual` port -> the instance of the
-    individual recovery function it feeds."""
+    individual recovery function it feeds; `copies` its output ports' entry of xdp_copies."""
     if not 0 < len(outputs) <= MAX_OUTPUTS:
         raise ValueError(f"{len(outputs)} outputs is out of range (1..={MAX_OUTPUTS})")
     padding = bytes(OUTPUT.size * (MAX_OUTPUTS - len(outputs)))
     feeds = bytearray(MAX_PORTS)
     for port, instance in (individual or {}).items():
         feeds[port] = instance
-    return (STREAM_HEAD.pack(flags, len(outputs)) + b"".join(outputs) + padding
+    return (STREAM_HEAD.pack(flags, len(outputs), copies) + b"".join(outputs) + padding
             + STREAM_TAIL.pack(rcvy_ports, bytes(feeds)))
 
 

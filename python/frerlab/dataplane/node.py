@@ -17,6 +17,7 @@ failure half-way; `remove_leftovers(name)` clears what a killed run left.
 from __future__ import annotations
 
 import errno
+import time
 from pathlib import Path
 
 from frerlab.dataplane import bpfsys, layout
@@ -32,11 +33,14 @@ MAP_SIZES = {  # map name: (key size, value size), as in bpf/frer_common.h
     "port_of_ifindex": (4, 4),
     "ifindex_of_port": (4, 4),
     "identities": (4, layout.IDENTITY.size),
+    "identity_hash": (layout.ID_KEY.size, layout.ID_HIT.size),
     "streams": (4, layout.STREAM_SIZE),
     "rcvy": (4, layout.RCVY.size),
     "rcvy_reset_requests": (4, 4),
     "seqgen": (4, layout.SEQGEN.size),
 }
+#: Attempts at a map update refused for want of a free element right now (ENOMEM), 1 ms apart.
+ENOMEM_RETRIES = 1000
 #: Per-CPU counter maps: name -> layout of one CPU's value.
 PERCPU_MAPS = {"port_stats": layout.PORT_STATS, "stream_port_stats": layout.STREAM_PORT_STATS}
 
@@ -48,9 +52,25 @@ def possible_cpus() -> int:
 
 
 def percpu_sum(maps: dict[str, bpfsys.Map], name: str, index: int) -> list[int]:
-    """Entry `index` of per-CPU map `name` (one of PERCPU_MAPS), each field summed over CPUs."""
-    raw = maps[name].lookup(layout.key(index))
+    """Entry `index` of per-CPU map `name` (one of PERCPU_MAPS), each field summed over CPUs;
+    zeros for an entry not made yet (stream_port_stats gets one on a pair's first frame)."""
+    try:
+        raw = maps[name].lookup(layout.key(index))
+    except bpfsys.BpfError as err:
+        if err.errno != errno.ENOENT:
+            raise
+        return [0] * len(PERCPU_MAPS[name].unpack(bytes(PERCPU_MAPS[name].size)))
     return [sum(col) for col in zip(*PERCPU_MAPS[name].iter_unpack(raw))]
+
+
+def write_identities(maps: dict[str, bpfsys.Map], plan: NodePlan) -> None:
+    """The identities of a compiled configuration into identity_hash (the hashed ones) and
+    `identities` (the scanned ones, in order); the settings that use them are the caller's."""
+    hashed = maps["identity_hash"]
+    for key, hit in plan.hashed.items():
+        hashed.update(key, hit)
+    for index, identity in enumerate(plan.scanned):
+        maps["identities"].update(layout.key(index), identity.pack())
 
 
 def open_maps(pin_dir: Path) -> dict[str, bpfsys.Map]:
@@ -87,6 +107,8 @@ class Node:
         #: per port it is attached to: "tc", "xdp native" or "xdp generic" (ingress)
         self.hooks: dict[str, str] = {}
         self.n_identities = 0
+        #: XDP: the entries of xdp_copies made so far, by their sorted output ifindexes
+        self.copy_sets: dict[tuple[int, ...], int] = {}
 
     @classmethod
     def loaded(cls, name: str, netns: str | None, ports: list[str]) -> Node:
@@ -139,10 +161,13 @@ class Node:
         outs = [layout.output(self.ifindex(p), 0, self.ports.index(p)) for p in outputs]
         flags = ((layout.STREAM_GENERATE if generate else 0) | (layout.STREAM_ENCODE if encode else 0)
                  | (layout.STREAM_RECOVER if recovery else 0))
-        self.maps["streams"].update(layout.key(stream), layout.stream(flags, outs))
-        self._xdp_copies(stream, [self.ifindex(p) for p in outputs])
+        copies = self._xdp_copies([self.ifindex(p) for p in outputs])
+        self.maps["streams"].update(layout.key(stream), layout.stream(flags, outs, copies=copies))
+        if generate:
+            self.maps["seqgen"].update(layout.key(stream), layout.SEQGEN.pack(0, 0, 0, 0))
         if recovery:
             self.maps["rcvy"].update(layout.rcvy_key(stream), recovery.pack())
+            self.maps["rcvy_reset_requests"].update(layout.rcvy_key(stream), layout.U32.pack(0))
         self.maps["identities"].update(layout.key(self.n_identities), layout.match_all_identity(stream, mask))
         self.n_identities += 1
         self.maps["settings"].update(layout.key(0), layout.settings(self.n_identities))
@@ -151,12 +176,15 @@ class Node:
         """Writes a compiled configuration (config.compile_node) into the maps."""
         if plan.ports != self.ports:
             raise ValueError(f"the plan's ports {plan.ports} are not this node's ({self.ports})")
+        ifindexes = {p: self.ifindex(p) for p in self.ports}
         for stream, (flags, outputs) in enumerate(plan.streams):
-            outs = [layout.output(0 if o.port == LOCAL else self.ifindex(o.port), o.flags, o.index,
+            outs = [layout.output(0 if o.port == LOCAL else ifindexes[o.port], o.flags, o.index,
                                   o.vid, o.dmac, o.pcp) for o in outputs]
+            copies = self._xdp_copies([ifindexes[o.port] for o in outputs if o.port != LOCAL])
             self.maps["streams"].update(layout.key(stream), layout.stream(
-                flags, outs, plan.recovery_ports[stream], plan.individual_feeds[stream]))
-            self._xdp_copies(stream, [self.ifindex(o.port) for o in outputs if o.port != LOCAL])
+                flags, outs, plan.recovery_ports[stream], plan.individual_feeds[stream], copies))
+            if flags & layout.STREAM_GENERATE:
+                self.maps["seqgen"].update(layout.key(stream), layout.SEQGEN.pack(0, 0, 0, 0))
         bridge = [self.ifindex(p) for i, p in enumerate(self.ports) if plan.bridge_mask >> i & 1]
         if self.xdp and bridge:
             with entered(self.netns):
@@ -164,25 +192,56 @@ class Node:
                     self.maps["xdp_bridge"].update(layout.key(ifindex), layout.key(ifindex))
         for r in plan.recoveries:
             self.maps["rcvy"].update(layout.rcvy_key(r.stream, r.instance), r.config.pack())
-        for index, identity in enumerate(plan.identities):
-            self.maps["identities"].update(layout.key(index), identity.pack())
-        self.n_identities = len(plan.identities)
+            self.maps["rcvy_reset_requests"].update(layout.rcvy_key(r.stream, r.instance), layout.U32.pack(0))
+        write_identities(self.maps, plan)
+        self._stream_port_stats(plan)
+        self.n_identities = len(plan.scanned)
         self.maps["settings"].update(layout.key(0), layout.settings(self.n_identities, plan.bridge_mask,
-                                                                    pvids=plan.pvids))
+                                                                    pvids=plan.pvids, shapes=plan.shapes))
 
-    def _xdp_copies(self, stream: int, ifindexes: list[int]) -> None:
-        """With XDP, a stream with several outputs gets a device map of them in xdp_copies
-        (pinned beside the program, so it goes with the node)."""
-        if not self.xdp or len(ifindexes) < 2:
-            return
-        path = self.pin_dir / "xdp" / f"copies{stream}"
-        path.unlink(missing_ok=True)
+    def _stream_port_stats(self, plan: NodePlan) -> None:
+        """A zero stream_port_stats entry for every port a stream is identified on or copied
+        to. The program makes a missing one on the pair's first frame, but making an entry
+        allocates per-CPU memory, microseconds per frame while 64k streams see their first."""
+        pairs = {(i.stream, p) for i in plan.identities for p in range(len(plan.ports)) if i.port_mask >> p & 1}
+        pairs |= {(stream, o.index) for stream, (_, outputs) in enumerate(plan.streams) for o in outputs
+                  if o.port != LOCAL}
+        stats, zero = self.maps["stream_port_stats"], bytes(self.maps["stream_port_stats"].value_size)
+        for stream, port in sorted(pairs):
+            key = layout.key(stream * layout.MAX_PORTS + port)
+            # the kernel hands out per-CPU elements from a cache it refills in the background:
+            # a fast series of updates can find it empty for a moment (ENOMEM)
+            for attempt in range(ENOMEM_RETRIES):
+                try:
+                    stats.update(key, zero)
+                    break
+                except bpfsys.BpfError as err:
+                    if err.errno != errno.ENOMEM or attempt + 1 == ENOMEM_RETRIES:
+                        raise
+                    time.sleep(0.001)
+
+    def _xdp_copies(self, ifindexes: list[int]) -> int:
+        """With XDP, the entry of xdp_copies for a stream with several outputs (0 otherwise): a
+        device map of them (pinned beside the program, so it goes with the node), one per set
+        of output ports, shared by the streams with that set."""
+        ports = tuple(sorted(ifindexes))
+        if not self.xdp or len(ports) < 2:
+            return 0
+        if ports in self.copy_sets:
+            return self.copy_sets[ports]
+        index = len(self.copy_sets)
+        if index >= layout.MAX_COPY_SETS:
+            raise ValueError(f"{index + 1} sets of output ports is out of range for XDP "
+                             f"(1..={layout.MAX_COPY_SETS}, FRER_MAX_COPY_SETS)")
+        path = self.pin_dir / "xdp" / f"copies{index}"
         bpfsys.create_map(path, "devmap_hash", 4, 4, layout.MAX_OUTPUTS)
         # a device map takes its devices from the updating thread's namespace
         with bpfsys.Map(path, 4, 4) as copies, entered(self.netns):
-            for ifindex in ifindexes:
+            for ifindex in ports:
                 copies.update(layout.key(ifindex), layout.key(ifindex))
-            self.maps["xdp_copies"].update(layout.key(stream), layout.key(copies.fd))
+            self.maps["xdp_copies"].update(layout.key(index), layout.key(copies.fd))
+        self.copy_sets[ports] = index
+        return index
 
     def attach(self, ingress: list[str] | None = None, egress: list[str] = (),
                xdp: dict[str, str] | None = None) -> None:

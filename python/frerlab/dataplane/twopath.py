@@ -9,7 +9,14 @@ copies every frame onto both paths, sw2 forwards path a's and drops path b's). "
 "xdp-plain" are "frer" and "plain" in native XDP (bpf/frer_xdp.c, xdp_plain_redirect); the
 listener's port then runs xdp_pass, because a frame redirected into a veth in native mode is
 delivered only to a peer with an XDP program, and the talker computes its checksums (tx
-offload off), because a redirected XDP frame has no skb to carry a partial checksum. The full
+offload off), because a redirected XDP frame has no skb to carry a partial checksum.
+
+With `streams` > 1 the talker's flow is spread over that many streams by its UDP ports
+(bpf/redirect.c spread_ports on the talker's egress: frame k gets the ports of stream k mod
+streams, `stream_ports`) and gathered again at the listener (unspread_ports on its ingress), in
+every mode alike; "frer" and "xdp-frer" then identify each stream by its ports (IP stream
+identification, compiled from a generated configuration), number it at sw1 and recover it at
+sw2 on its own, so the state of every stream is touched in turn. The full
 testbed (shaping, impairments, both directions, `frerlab testbed`) is issue 4; this is the
 data plane's own harness.
 """
@@ -18,12 +25,14 @@ from __future__ import annotations
 
 import itertools
 import os
+import struct
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 from frerlab.dataplane import bpfsys, layout
-from frerlab.dataplane.bpfsys import attach_ingress, attach_xdp, detach, ifindex
+from frerlab.dataplane.bpfsys import add_clsact, attach_ingress, attach_tc, attach_xdp, detach, ifindex
+from frerlab.dataplane.config import NodeConfig, parse_config
 from frerlab.dataplane.node import Node
 from frerlab.netns import Namespaces, ip, link_info
 from frerlab.traffic.across import stream_across
@@ -37,15 +46,44 @@ LISTENER_IP = "198.18.0.2"
 PATH_MTU = 1506
 _ids = itertools.count()
 MODES = ("frer", "plain", "plain-dual", "xdp-frer", "xdp-plain")
+#: bpf/redirect.c struct spread: n, next, sport, dport, restore, pad.
+SPREAD = struct.Struct("<IIHHHH")
+#: The first source and destination ports of the spread streams; the receiver's port.
+SPREAD_SPORT, SPREAD_DPORT, RECEIVER_PORT = 20000, 30000, 5555
+
+
+def stream_ports(stream: int) -> tuple[int, int]:
+    """(source, destination) UDP ports of spread stream `stream` (0..65535)."""
+    return SPREAD_SPORT + stream // 256, SPREAD_DPORT + stream % 256
+
+
+def spread_configs(streams: int, history_length: int, name: str) -> tuple[NodeConfig, NodeConfig]:
+    """The configurations of sw1 (numbers and replicates each stream) and sw2 (recovers each,
+    removing the R-TAG) for `streams` streams identified by their UDP ports."""
+    def identities(ports: list[str]) -> list[dict]:
+        return [{"index": s, "handle": s, "out-facing": {"input-port": ports},
+                 "ip-stream-identification": {"next-protocol": "udp", "source-port": stream_ports(s)[0],
+                                              "destination-port": stream_ports(s)[1]}} for s in range(streams)]
+    handles = list(range(streams))
+    sw1 = parse_config({"name": f"{name}-sw1", "ports": ["up", "pa", "pb"], "stream-identity": identities(["up"]),
+                        "sequence-generation": [{"index": 0, "stream": handles}],
+                        "stream-forwarding": [{"stream": s, "output-port": ["pa", "pb"]} for s in handles]})
+    sw2 = parse_config({"name": f"{name}-sw2", "ports": ["pa", "pb", "down"], "stream-identity": identities(["pa", "pb"]),
+                        "sequence-recovery": [{"index": 0, "stream": handles, "history-length": history_length,
+                                               "reset-timeout": 1000}],
+                        "stream-forwarding": [{"stream": s, "output-port": ["down"]} for s in handles]})
+    return sw1, sw2
 
 
 class TwoPath:
     """The topology; `with TwoPath("frer") as net:` builds it, leaving removes everything."""
 
-    def __init__(self, mode: str, history_length: int = 32) -> None:
+    def __init__(self, mode: str, history_length: int = 32, streams: int = 1) -> None:
         if mode not in MODES:
             raise ValueError(f"mode {mode!r} is not valid ({', '.join(MODES)})")
-        self.mode, self.history_length = mode, history_length
+        if not 1 <= streams <= layout.MAX_STREAMS:
+            raise ValueError(f"streams {streams} is out of range (1..={layout.MAX_STREAMS})")
+        self.mode, self.history_length, self.streams = mode, history_length, streams
         self.net = Namespaces(f"frd{os.getpid()}x{next(_ids)}")
         self.prefix, self.ns = self.net.prefix, self.net.ns
         self.sw1: Node | None = None
@@ -81,12 +119,19 @@ class TwoPath:
             # a redirected XDP frame leaves its skb's checksum offload behind: the talker
             # must send complete checksums
             self.net.run("tal", "ethtool", "-K", "t0", "tx", "off")
+        if self.streams > 1:
+            self._spread()
         if self.mode in ("frer", "xdp-frer"):
             self.sw1 = Node(f"{self.prefix}-sw1", self.ns["sw1"], ["up", "pa", "pb"], xdp=xdp).__enter__()
-            self.sw1.add_stream(0, ingress=["up"], outputs=["pa", "pb"], generate=True, encode=True)
             self.sw2 = Node(f"{self.prefix}-sw2", self.ns["sw2"], ["pa", "pb", "down"], xdp=xdp).__enter__()
-            self.sw2.add_stream(0, ingress=["pa", "pb"], outputs=["down"], recovery=layout.RecoveryConfig(
-                history_length=self.history_length, reset_timeout_ns=1_000_000_000))
+            if self.streams > 1:
+                sw1, sw2 = spread_configs(self.streams, self.history_length, self.prefix)
+                self.sw1.apply(sw1.plan)
+                self.sw2.apply(sw2.plan)
+            else:
+                self.sw1.add_stream(0, ingress=["up"], outputs=["pa", "pb"], generate=True, encode=True)
+                self.sw2.add_stream(0, ingress=["pa", "pb"], outputs=["down"], recovery=layout.RecoveryConfig(
+                    history_length=self.history_length, reset_timeout_ns=1_000_000_000))
             for role, node in (("sw1", self.sw1), ("sw2", self.sw2)):
                 node.attach(xdp={port: "native" for port in node.ports} if xdp else None)
                 self.programs[role].append(node.pin_dir / ("xdp/frer_xdp" if xdp else "frer_ingress"))
@@ -99,6 +144,21 @@ class TwoPath:
         else:
             self._plain("sw1", {"up": ("plain_copy", "pb")}, copy={"up": "pa"})
             self._plain("sw2", {"pa": ("plain_redirect", "down"), "pb": ("plain_drop", None)})
+
+    def _spread(self) -> None:
+        """spread_ports on the talker's egress, unspread_ports on the listener's ingress."""
+        for role, port, program, hook in (("tal", "t0", "spread_ports", "egress"),
+                                          ("lis", "l0", "unspread_ports", "ingress")):
+            netns = self.ns[role]
+            pin_dir = bpfsys.BPFFS / f"{self.prefix}-{role}-spread"
+            bpfsys.load_and_pin(REDIRECT_OBJECT, pin_dir)
+            self._plain_pins.append(pin_dir)
+            with bpfsys.Map(pin_dir / "maps" / "spread", 4, SPREAD.size) as spread:
+                spread.update(layout.key(0), SPREAD.pack(self.streams, 0, SPREAD_SPORT, SPREAD_DPORT,
+                                                         RECEIVER_PORT, 0))
+            self._plain_ports.append((netns, port))
+            add_clsact(netns, port)
+            attach_tc(netns, port, pin_dir / program, hook)
 
     def _plain(self, role: str, ports: dict[str, tuple[str, str | None]],
                copy: dict[str, str] | None = None, xdp: bool = False) -> None:

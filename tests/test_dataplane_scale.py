@@ -1,0 +1,72 @@
+"""64k streams through the eBPF data plane, on tc and on XDP: the two-path topology
+(frerlab.dataplane.twopath) with 65,536 streams, each identified by its UDP ports (hashed IP
+stream identities compiled from a generated configuration), numbered and replicated at sw1,
+recovered at sw2. The talker's frames are spread over every stream in turn, twice round; every
+frame must reach the listener exactly once, every stream's recovery function must have passed
+one copy and discarded the other of each of its frames, and what the maps take is reported
+(bpftool's memlock of each map, which counts what a map allocated)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import NEEDS_BPF
+
+from frerlab.dataplane import bpfsys, layout
+from frerlab.dataplane.twopath import TwoPath
+
+pytestmark = NEEDS_BPF
+
+STREAMS = layout.MAX_STREAMS
+#: The most memory one node's maps may take with 64k streams (about 1 KiB per stream), and
+#: with none configured.
+MAX_NODE_BYTES, MAX_EMPTY_NODE_BYTES = 96 << 20, 16 << 20
+
+
+def map_bytes(pin_dir: Path) -> dict[str, int]:
+    """bytes_memlock of every map pinned under `pin_dir` (frer.o's, and frer_xdp.o's own), by
+    name; a map pinned twice (frer_xdp.o reuses frer.o's) counts once."""
+    sizes, seen = {}, set()
+    for path in sorted(pin_dir.rglob("*")):
+        if path.is_file() and (path.parent.name == "maps" or path.name.startswith("copies")):
+            out = subprocess.run(["bpftool", "-j", "map", "show", "pinned", str(path)],
+                                 capture_output=True, text=True, check=True).stdout
+            info = json.loads(out)
+            if info["id"] not in seen:
+                seen.add(info["id"])
+                sizes[path.name] = info["bytes_memlock"]
+    return sizes
+
+
+def test_an_empty_node_takes_a_few_megabytes(frer_pinned):
+    pin_dir, _, _ = frer_pinned
+    sizes = map_bytes(pin_dir)
+    print(f"empty frer.o: {sum(sizes.values()) / 2**20:.1f} MiB: {sizes}")
+    assert sum(sizes.values()) < MAX_EMPTY_NODE_BYTES
+
+
+@pytest.mark.parametrize("mode", ["frer", "xdp-frer"])
+def test_64k_streams_each_frame_once_and_every_stream_recovered(mode):
+    with TwoPath(mode, streams=STREAMS) as net:
+        stream = net.stream(["--rate-fps", "50k", "--count", str(2 * STREAMS)], timeout_s=120)
+        assert (stream["unique"], stream["lost"], stream["duplicates"]) == (2 * STREAMS, 0, 0)
+        generated = [net.sw1.generation_counters(s)["generated"] for s in range(STREAMS)]
+        recovered = [net.sw2.recovery_counters(s) for s in range(STREAMS)]
+        passed = [c["passed_packets"] for c in recovered]
+        assert min(generated) >= 2, "every stream took frames of both rounds"
+        assert passed == generated, "sw2 passed each stream's frames once"
+        assert [c["discarded_packets"] for c in recovered] == generated, "and discarded the other copy"
+        assert sum(c["rogue_packets"] + c["lost_packets"] for c in recovered) == 0
+        for node in (net.sw1, net.sw2):
+            sizes = map_bytes(node.pin_dir)
+            print(f"{mode} {node.name}: {sum(sizes.values()) / 2**20:.1f} MiB: {sizes}")
+            assert sum(sizes.values()) < MAX_NODE_BYTES
+        pins = [net.sw1.pin_dir, net.sw2.pin_dir]
+        namespaces = list(net.ns.values())
+    assert not any(p.exists() for p in pins)
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert not any(ns in listed.split() for ns in namespaces)
+    assert not any(p.name.startswith(net.prefix) for p in bpfsys.BPFFS.glob("*")) if bpfsys.BPFFS.exists() else True
