@@ -81,6 +81,12 @@ impl PyMap {
         self.map.as_ref().map_or(-1, |m| m.fd())
     }
 
+    /// Bytes of one value as lookup returns it (every CPU's, for a per-CPU map).
+    #[getter]
+    fn value_size(&self) -> PyResult<usize> {
+        Ok(self.get()?.value_size())
+    }
+
     /// The value at `key`; `flags` BPF_F_LOCK reads it under its spin lock, so it is not torn.
     #[pyo3(signature = (key, flags = 0))]
     fn lookup<'py>(
