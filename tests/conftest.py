@@ -16,6 +16,7 @@ import pytest
 from frerlab.dataplane import bpfsys, layout
 from frerlab.dataplane.node import OBJECT, XDP_OBJECT, open_maps
 from frerlab.netns import Namespaces, entered, link_info
+from frerlab.traffic.netpair import namespaces_available
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Ingress ifindex of port p in the replays (BPF_PROG_TEST_RUN takes any number).
@@ -28,6 +29,13 @@ NEEDS_BPF = [
     pytest.mark.skipif(os.geteuid() != 0, reason="BPF programs and namespaces need root"),
     pytest.mark.skipif(bool(_missing), reason=f"not installed: {', '.join(_missing)}"),
 ]
+
+
+def needs_netns(test):
+    """Marks a test that creates network namespaces (`root`; skipped, with the reason, where
+    that is impossible)."""
+    unavailable = namespaces_available()
+    return pytest.mark.root(pytest.mark.skipif(unavailable is not None, reason=str(unavailable))(test))
 
 
 @contextmanager

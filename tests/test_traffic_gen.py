@@ -15,17 +15,13 @@ from pathlib import Path
 
 import pytest
 
+from conftest import needs_netns
 from frerlab.cli import main
 from frerlab.traffic import gen
-from frerlab.traffic.netpair import NetPair, namespaces_available
+from frerlab.traffic.netpair import NetPair
 from frerlab.traffic.tools import iperf3, mausezahn, sockperf
 from frerlab.traffic.tools.base import wait_for_udp_port
 
-def needs_netns(test):
-    """Marks a test that creates network namespaces (`root`; skipped, with the reason, where
-    that is impossible)."""
-    unavailable = namespaces_available()
-    return pytest.mark.root(pytest.mark.skipif(unavailable is not None, reason=str(unavailable))(test))
 CLI = [sys.executable, "-m", "frerlab.cli"]
 
 

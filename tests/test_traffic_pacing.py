@@ -14,18 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from frerlab.traffic.netpair import NetPair, namespaces_available
+from conftest import needs_netns
+from frerlab.traffic.netpair import NetPair
 from frerlab.traffic.tools.base import wait_for_udp_port
 
 CLI = [sys.executable, "-m", "frerlab.cli"]
-
-
-def needs_netns(test):
-    """Marks a test that creates network namespaces (`root`; skipped, with the reason, where
-    that is impossible)."""
-    unavailable = namespaces_available()
-    return pytest.mark.root(pytest.mark.skipif(unavailable is not None, reason=str(unavailable))(test))
-
 
 @pytest.fixture
 def pair():
