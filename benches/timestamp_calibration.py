@@ -26,18 +26,15 @@ import argparse
 import json
 import os
 import platform
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from frerlab.files import write_atomic
 from frerlab.traffic.netpair import NetPair
-from frerlab.traffic.tools.base import Background, wait_for_udp_port
+from frerlab.traffic.across import stream_across
 
 PORT = 5555
-CLI = [sys.executable, "-m", "frerlab.cli"]
 
 
 def percentile(summary: dict | None, p: float) -> float | None:
@@ -53,20 +50,11 @@ def measure(pair: NetPair, mode: str, rate: float, seconds: float) -> dict:
     if mode == "raw":
         where = {"a": ["--interface", pair.a_if, "--dst-mac", pair.mac("b")], "b": ["--interface", pair.b_if]}
     with tempfile.TemporaryDirectory(prefix="frl-calib-") as tmp:
-        recv_path, send_path = Path(tmp) / "recv.json", Path(tmp) / "send.json"
-        with Background(pair.cmd("b", [*CLI, "gen", "recv", "--mode", mode, "--port", str(PORT), "--no-gro",
-                                       "--duration", f"{seconds + 30:g}", "--linger", "0.3", "--output", str(recv_path),
-                                       *where["b"]])) as rx:
-            if mode == "udp":
-                wait_for_udp_port(pair.cmd("b", []), PORT)
-            else:
-                time.sleep(1.5)
-            subprocess.run(pair.cmd("a", [*CLI, "gen", "send", "--mode", mode, "--dst", pair.b_ip, "--port", str(PORT),
-                                          "--rate-fps", f"{rate:g}", "--duration", f"{seconds:g}", "--output",
-                                          str(send_path), *where["a"]]),
-                           check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            rx.process.wait(timeout=seconds + 40)
-        send, recv = json.loads(send_path.read_text()), json.loads(recv_path.read_text())
+        reports = stream_across(pair.cmd("a", []), pair.cmd("b", []), pair.b_ip,
+                                ["--mode", mode, "--rate-fps", f"{rate:g}", "--duration", f"{seconds:g}", *where["a"]],
+                                Path(tmp), recv_args=["--mode", mode, "--no-gro", *where["b"]], port=PORT,
+                                timeout_s=seconds + 30)
+    send, recv = reports.sender, reports.receiver
     tx, rx_read = send["tx_stamp_after_payload_ns"], recv["read_after_rx_stamp_ns"]
     (stream,) = recv["streams"]
     if send["timestamps"]["tx"] != "software" or recv["timestamps"]["rx"] != "software":

@@ -52,6 +52,7 @@ from pathlib import Path
 
 from frerlab.traffic.netpair import NetPair
 from frerlab.files import write_atomic
+from frerlab.traffic.across import stream_across
 from frerlab.traffic.tools import mausezahn
 from frerlab.traffic.tools.base import Background, wait_for_udp_port
 
@@ -177,21 +178,12 @@ def measure_mode(pair: NetPair, mode: str, frame: int, window: float, queues: in
     if queues != 1:
         where = {side: [*options, "--queues", str(queues)] for side, options in where.items()}
     with tempfile.TemporaryDirectory(prefix="frl-bench-") as tmp:
-        recv_path, send_path = Path(tmp) / "recv.json", Path(tmp) / "send.json"
-        with Background(pair.cmd("b", [*CLI, "gen", "recv", "--mode", mode, "--port", str(PORT), "--no-gro",
-                                       "--duration", f"{window + 30:g}", "--idle", "2", "--output", str(recv_path),
-                                       *where["b"]])) as rx:
-            if mode == "udp":
-                wait_for_udp_port(pair.cmd("b", []), PORT)
-            else:
-                time.sleep(1.5)
-            subprocess.run(pair.cmd("a", [*CLI, "gen", "send", "--mode", mode, "--dst", pair.b_ip, "--port", str(PORT),
-                                          "--frame-size", str(frame), "--max-rate", "--duration", f"{window:g}",
-                                          "--output", str(send_path), *where["a"]]),
-                           check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            rx.process.wait(timeout=window + 40)
-        send = json.loads(send_path.read_text())
-        (stream,) = json.loads(recv_path.read_text())["streams"]
+        reports = stream_across(pair.cmd("a", []), pair.cmd("b", []), pair.b_ip,
+                                ["--mode", mode, "--frame-size", str(frame), "--max-rate", "--duration", f"{window:g}",
+                                 *where["a"]], Path(tmp), recv_args=["--mode", mode, "--no-gro", "--idle", "2", *where["b"]],
+                                port=PORT, timeout_s=window + 30)
+    send = reports.sender
+    (stream,) = reports.receiver["streams"]
     span = (stream["last_arrival_ns"] - stream["first_arrival_ns"]) / 1e9
     return {"sent_per_s": send["achieved_fps"], "sent_per_s_per_core": send["achieved_fps"] / send["cpu"]["utilization"],
             "sender_cpu": send["cpu"]["utilization"], "accounted_per_s": stream["unique"] / span,
@@ -216,19 +208,10 @@ def run_modes(window: float, rounds: int) -> dict:
                 print(f"round {round_index + 1} {mode:4s} {frame:5d} B {trial['sent_per_s']:12,.0f} sent/s "
                       f"{trial['sent_per_s_per_core']:12,.0f} sent/s/core {trial['accounted_per_s']:12,.0f} accounted/s "
                       f"{trial['lost_fraction']:8.3%} lost", file=sys.stderr)
-    medians = {name: {key: statistics.median(t[key] for t in runs) for key in runs[0]} for name, runs in trials.items()}
-    ratios = {
-        f"{ours} / {other} {frame}B {key}": medians[f"{ours} {frame}B"][key] / medians[f"{other} {frame}B"][key]
-        for frame in MODE_FRAMES for ours, other in (("xdp", "udp"), ("xdp", "raw"), ("xdp", "bare"), ("udp", "bare"))
-        for key in ("sent_per_s", "sent_per_s_per_core", "accounted_per_s")
-    }
-    print(f"frerlab gen send -> recv per mode across a veth pair, median of {rounds} interleaved {window:g} s trials:")
-    for name, m in medians.items():
-        print(f"  {name:10s} sent {m['sent_per_s']:12,.0f}/s  per core {m['sent_per_s_per_core']:12,.0f}/s  "
-              f"accounted {m['accounted_per_s']:12,.0f}/s  lost {m['lost_fraction']:7.3%}")
-    for label, ratio in ratios.items():
-        print(f"  {label:40s} {ratio:5.2f}x")
-    return {"trials": trials, "medians": medians, "ratios": ratios}
+    pairs = {f"{ours} / {other} {frame}B": (f"{ours} {frame}B", f"{other} {frame}B") for frame in MODE_FRAMES
+             for ours, other in (("xdp", "udp"), ("xdp", "raw"), ("xdp", "bare"), ("udp", "bare"))}
+    return summarize(trials, pairs, f"frerlab gen send -> recv per mode across a veth pair, median of {rounds} "
+                                    f"interleaved {window:g} s trials:")
 
 
 def run_queues(window: float, rounds: int) -> dict:
@@ -243,10 +226,18 @@ def run_queues(window: float, rounds: int) -> dict:
                 print(f"round {round_index + 1} xdp 64 B {queues} queue(s) {trial['sent_per_s']:12,.0f} sent/s "
                       f"{trial['sent_per_s_per_core']:12,.0f} sent/s/core {trial['accounted_per_s']:12,.0f} accounted/s "
                       f"{trial['lost_fraction']:8.3%} lost", file=sys.stderr)
+    return summarize(trials, {"2 queues / 1 queue": ("xdp 64B 2q", "xdp 64B 1q")},
+                     f"xdp mode, 64 B, 1 vs 2 queues across a 2-queue veth pair, median of {rounds} interleaved "
+                     f"{window:g} s trials:")
+
+
+def summarize(trials: dict[str, list[dict[str, float]]], pairs: dict[str, tuple[str, str]], title: str) -> dict:
+    """Medians per name of `trials` and, for each label of `pairs` (ours, baseline), the ratios
+    of their medians; printed under `title` and returned with the trials."""
     medians = {name: {key: statistics.median(t[key] for t in runs) for key in runs[0]} for name, runs in trials.items()}
-    ratios = {f"2 queues / 1 queue {key}": medians["xdp 64B 2q"][key] / medians["xdp 64B 1q"][key]
+    ratios = {f"{label} {key}": medians[ours][key] / medians[other][key] for label, (ours, other) in pairs.items()
               for key in ("sent_per_s", "sent_per_s_per_core", "accounted_per_s")}
-    print(f"xdp mode, 64 B, 1 vs 2 queues across a 2-queue veth pair, median of {rounds} interleaved {window:g} s trials:")
+    print(title)
     for name, m in medians.items():
         print(f"  {name:12s} sent {m['sent_per_s']:12,.0f}/s  per core {m['sent_per_s_per_core']:12,.0f}/s  "
               f"accounted {m['accounted_per_s']:12,.0f}/s  lost {m['lost_fraction']:7.3%}")
