@@ -1,7 +1,7 @@
 """docs/paradox.md regenerates: every zero-loss figure in its tables is re-measured from the
 scenario file (and --set override) named in the same row, and its payload figure recomputed;
 every model's loss per load is re-run from the grid file named in its column; the campaign it
-prints parses and plans as the text says."""
+prints is campaigns/paradox-decider.yaml, unchanged, and plans as the text says."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from frerlab import sim
-from frerlab.bench.campaign import duration_text, parse_campaign, plan, total_estimate_s
+from frerlab.bench.campaign import duration_text, plan, read_campaign, total_estimate_s
 from frerlab.sim.api import run
 from frerlab.sim.cli import parse_overrides
 from frerlab.sim.sweeps import grid_points
@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "paradox.md"
 PARADOX = ROOT / "scenarios" / "paradox"
 GRIDS = PARADOX / "grids"
+DECIDER = ROOT / "campaigns" / "paradox-decider.yaml"
 # | set-up | `scenario` [`--set F=V`] | [one more column |] L2 | payload |
 ROW = re.compile(r"^\|[^|]*\| `(scenarios/paradox/[\w.]+\.yaml)`(?: `--set ([^`]+)`)? \|(?:[^|]*\|)? "
                  r"([0-9.]+) \| ([0-9.]+) \|$")
@@ -98,13 +99,19 @@ def test_loss_per_load_matches_the_grid(column: int) -> None:
         assert loss == pytest.approx(float(row[column]), abs=0.006), (grids[column], row[0])
 
 
-def test_the_decider_campaign_parses_and_plans_as_stated() -> None:
-    text = DOC.read_text()
-    block = text.split("to be added as `campaigns/paradox-decider.yaml`", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
-    campaign = parse_campaign(yaml.safe_load(block), "paradox-decider")
+def test_the_decider_campaign_file_plans_as_stated_and_the_doc_shows_it_unchanged() -> None:
+    campaign, text = read_campaign(DECIDER)
     units = plan(campaign)
-    stated = re.search(r"(\d+) units, (\d+ min \d+ s)", text)
+    doc = DOC.read_text()
+    stated = re.search(r"(\d+) units, (\d+ min \d+ s)", doc)
     assert stated is not None
     assert int(stated.group(1)) == len(units)
     assert stated.group(2) == duration_text(total_estimate_s(campaign, units))
-    assert campaign.system.kind == "hosts"
+    assert (campaign.system.kind, campaign.system.mode, campaign.system.eliminate_at) == ("hosts", "frer", "sw2")
+    # the curve's loads x repetitions, one sweep, one search
+    curve, sweep, search = campaign.steps
+    assert len(units) == len(curve.loads) * curve.repetitions + 1 + 1
+    assert (sweep.kind, search.kind, search.search.trial_s) == ("threshold_sweep", "throughput", 30)
+    shown = doc.split("The campaign is `campaigns/paradox-decider.yaml`.", 1)[1].split("```yaml\n", 1)[1]
+    assert shown.split("```", 1)[0] == text, (
+        "docs/paradox.md's copy of campaigns/paradox-decider.yaml differs")

@@ -135,6 +135,20 @@ class HostsSystem(_Model):
     rate: Annotated[str, AfterValidator(_line_rate)]
     listener_address: Annotated[str, AfterValidator(_address)]
     frerlab: list[str] = Field(["frerlab"], min_length=1, description="the command that runs frerlab on the hosts")
+    eliminate_at: Literal["sw2", "listener"] | None = Field(
+        None, description="mode frer, required: where the network under test eliminates duplicates (seed 001: "
+                          "sw2; seed 002: the listener host). frerlab does not configure it (`frerlab hosts push` "
+                          "does); the campaign records it, and with it the results")
+
+    @model_validator(mode="after")
+    def _elimination_named(self) -> HostsSystem:
+        if self.mode == "frer" and self.eliminate_at is None:
+            raise ValueError("mode frer needs eliminate_at (sw2 or listener): where the network under test "
+                             "eliminates duplicates, which the results must record (docs/remote.md)")
+        if self.mode == "control" and self.eliminate_at is not None:
+            raise ValueError(f"eliminate_at {self.eliminate_at} is given with mode control, which replicates and "
+                             "eliminates nothing: remove eliminate_at, or set mode frer")
+        return self
 
     @property
     def modes(self) -> list[str]:
@@ -145,7 +159,8 @@ class HostsSystem(_Model):
         return rate_bps(self.rate)
 
     def describe(self) -> str:
-        return f"the hosts of {self.hosts} at {self.rate}"
+        where = f", eliminating at {self.eliminate_at}" if self.eliminate_at else ""
+        return f"the hosts of {self.hosts} at {self.rate}{where}"
 
 
 class _Step(_Model):
@@ -245,8 +260,9 @@ class Verdict(_Model):
 
 
 class Latency(_Step):
-    """Latency per frame size: sockperf ping-pong (RTT/2) and/or frerlab's one-way timestamps,
-    idle and under background load (percent of the line rate, 0 for idle)."""
+    """Latency per frame size: sockperf ping-pong (RTT/2; or under-load with `sockperf_mps`)
+    and/or frerlab's one-way timestamps, idle and under background load (percent of the line
+    rate, 0 for idle)."""
 
     kind: Literal["latency"]
     tools: list[Literal["sockperf", "oneway"]] = Field(["sockperf", "oneway"], min_length=1)
@@ -254,7 +270,17 @@ class Latency(_Step):
     duration_s: Seconds = 60
     loads: list[Annotated[float, Field(ge=0, le=100)]] = Field([0.0], min_length=1)
     probe_rate_fps: float = Field(10_000, gt=0, le=1e6, description="one-way probes per second")
+    sockperf_mps: int | None = Field(
+        None, ge=1, le=10_000_000, description="tool sockperf: `sockperf under-load` at this many messages per "
+                                                "second (the server replies to one in 100; seed 004 section 5) "
+                                                "instead of ping-pong")
     verdict: Verdict = Verdict()
+
+    @model_validator(mode="after")
+    def _mps_for_sockperf(self) -> Latency:
+        if self.sockperf_mps is not None and "sockperf" not in self.tools:
+            raise ValueError(f"sockperf_mps {self.sockperf_mps} needs tool sockperf (tools are {self.tools})")
+        return self
 
     def points(self) -> list[dict[str, Any]]:
         return [{"tool": t, "frame_size": f, "load": load} for t in self.tools for f in self.frame_sizes

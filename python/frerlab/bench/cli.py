@@ -10,7 +10,7 @@ import signal
 import time
 from pathlib import Path
 
-from frerlab.bench.campaign import plan, plan_text, read_campaign
+from frerlab.bench.campaign import HostsSystem, plan, plan_text, read_campaign
 from frerlab.errors import EXIT_INTERRUPTED, UsageError
 
 EPILOG = """examples:
@@ -46,6 +46,8 @@ def _run(args: argparse.Namespace) -> int:
     campaign, text = read_campaign(args.campaign)
     if args.dry_run:
         print(plan_text(campaign, plan(campaign)))
+        if isinstance(campaign.system, HostsSystem):
+            print(hosts_note(campaign.system))
         return 0
     if args.resume and args.out is None:
         raise UsageError("--resume needs --out: the results directory to complete")
@@ -63,6 +65,15 @@ def _run(args: argparse.Namespace) -> int:
     print("\n".join(summary_lines(summary)))
     print(f"results in {out} (summary.json, summary.csv)")
     return 0
+
+
+def hosts_note(system: HostsSystem) -> str:
+    """What a dry run of a hosts campaign did not check: the hosts file, and whether it is there."""
+    where = ("is there" if system.hosts.is_file() else
+             "is not there: write it as docs/remote.md ('Two PCs and a switch') shows")
+    relative = "" if system.hosts.is_absolute() else " (relative to this directory)"
+    return (f"hosts: a dry run reads no hosts file and logs into nothing; the run needs {system.hosts}{relative}, "
+            f"which {where}; `frerlab hosts check {system.hosts}` checks the hosts")
 
 
 def _show(args: argparse.Namespace) -> int:

@@ -1,9 +1,11 @@
 """Latency at one frame size (RFC 2544 section 26.2; seed 002 section 2.4), idle or under
-background load: sockperf ping-pong, reported as RTT/2, or frerlab's own one-way latency from
-per-packet timestamps (`oneway`: probes at `probe_rate_fps`; one clock on a testbed, since
-talker and listener share the host; on real hosts only when their clocks are synchronised well
-enough, otherwise the unit is invalid with a `clock_unsynchronised` flag). Percentiles P50 to
-P99.999, max, mean and the delay variation (P99.9 - min); a percentile that the number of samples cannot support (fewer than 10 expected
+background load: sockperf ping-pong, reported as RTT/2 (or sockperf under-load at the step's
+`sockperf_mps`: the latency of the one message in 100 that the server answers; seed 004
+section 5), or frerlab's own one-way latency from per-packet timestamps (`oneway`: probes at
+`probe_rate_fps`; one clock on a testbed, since talker and listener share the host; on real
+hosts only when their clocks are synchronised well enough, otherwise the unit is invalid with a
+`clock_unsynchronised` flag). Percentiles P50 to P99.999, max, mean and the delay variation
+(P99.9 - min); a percentile that the number of samples cannot support (fewer than 10 expected
 beyond it, frerlab.bench.stats.percentile_support) is reported as None and named in a
 `percentile_unsupported` flag. The TSN verdict: the verdict percentile below its limit, or
 `unsupported` when too few samples back that percentile. The unit's detail keeps `timestamps`:
@@ -27,16 +29,18 @@ PERCENTILES = (50.0, 90.0, 99.0, 99.9, 99.99, 99.999)
 
 def run(ctx: Context, step: Latency, params: dict) -> dict:
     tool, frame, load = params["tool"], params["frame_size"], params["load"]
-    ctx.note(f"{tool} {frame} B, load {load:g} %, {step.duration_s:g} s")
+    test = "under-load" if step.sockperf_mps else "ping-pong"
+    how = f"{tool} under-load at {step.sockperf_mps} msg/s" if tool == "sockperf" and step.sockperf_mps else tool
+    ctx.note(f"{how} {frame} B, load {load:g} %, {step.duration_s:g} s")
     background = (Background(ctx.target, frame, ctx.target.fps(frame, load), step.duration_s + 1, ctx.out)
                   if load else nullcontext())
     flags: list[Flag] = []
     with background:
         if tool == "sockperf":
-            raw, records = sockperf.run_test("ping-pong", ctx.target.listener_ip,
+            raw, records = sockperf.run_test(test, ctx.target.listener_ip,
                                              client_prefix=ctx.target.prefix("talker"),
                                              server_prefix=ctx.target.prefix("listener"),
-                                             duration_s=step.duration_s, frame_size=frame)
+                                             duration_s=step.duration_s, frame_size=frame, mps=step.sockperf_mps)
             write_atomic(ctx.out / "sockperf.txt", raw)
             latency = records[0].latency
         else:
