@@ -70,7 +70,8 @@ report (per-queue frame counts under "queues"); reordering is judged within each
 (each thread of a multi-queue sender), not across lanes, whose interleaving nobody controls.
 """
 
-IMPORT_EPILOG = """Recognised formats: iperf3 --json output (TCP or UDP, client or server side), sockperf
+IMPORT_EPILOG = """Recognised formats: iperf3 --json output (TCP or UDP, client or server side), the iperf3
+client's text output (its sender/receiver summary; rates as printed, 3 digits), sockperf
 text output (ping-pong, under-load, throughput, as saved from its stdout), sockperf --full-log CSV,
 frerlab gen send/recv raw reports.
 

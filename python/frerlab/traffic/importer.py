@@ -1,6 +1,6 @@
 """`frerlab import`: old result files into `TrafficRecord`s, the format recognised from the
-content (not the file name): iperf3 `--json`, sockperf text output or `--full-log` CSV, and
-frerlab's own raw sender/receiver reports."""
+content (not the file name): iperf3 `--json` or the iperf3 client's text output, sockperf text
+output or `--full-log` CSV, and frerlab's own raw sender/receiver reports."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def _from_json(doc: object, text: str, source: str) -> list[TrafficRecord]:
         return gen.receiver_records(doc, interval_s=_interval_of(doc), source=source)
     if isinstance(doc, dict) and "achieved_fps" in doc:
         return [gen.sender_record(doc, source=source)]
-    raise ParseError(f"{source}: JSON, but neither iperf3 --json output nor a frerlab gen report")
+    raise ParseError("JSON, but neither iperf3 --json output nor a frerlab gen report")
 
 
 def _check_numbers(value: object, where: str = "") -> None:
@@ -67,6 +67,8 @@ def import_file(path: Path) -> list[TrafficRecord]:
             return _from_json(doc, text, source)
         if "sockperf" in text or "txTime(sec)" in text:
             return sockperf.parse_file(path)
+        if iperf3.looks_like_text(text):
+            return iperf3.parse_text(text, source=source)
     except ValidationError as err:  # a value out of range: negative, too large, not finite
         raise UsageError(describe_error(err, source)) from None
     except (ParseError, json.JSONDecodeError) as err:
@@ -76,6 +78,6 @@ def import_file(path: Path) -> list[TrafficRecord]:
     except (TypeError, ValueError, IndexError, AttributeError, OverflowError, ZeroDivisionError) as err:
         raise UsageError(f"{path}: a value is not of the kind the tool writes ({err})") from None
     raise UsageError(
-        f"{path}: format not recognised (known: iperf3 --json output, sockperf output or --full-log, "
-        "frerlab gen reports)"
+        f"{path}: format not recognised (known: iperf3 --json or client text output, sockperf output or "
+        "--full-log, frerlab gen reports)"
     )

@@ -1,4 +1,5 @@
-"""iperf3 driver and parser (TCP and UDP, `--json`, `--udp-counters-64bit`).
+"""iperf3 driver and parser (TCP and UDP, `--json`, `--udp-counters-64bit`; the client's text
+output too, as older result files hold it).
 
 Sizes and rates the way iperf3 counts them: `-l` is the UDP payload (frame - 46 for an untagged
 IPv4 frame) and `-b` counts payload bits, so a frame rate f at frame size F becomes
@@ -10,6 +11,7 @@ measures no latency at all.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import time
 from collections.abc import Sequence
@@ -118,6 +120,65 @@ def parse(text: str, source: str | None = None) -> list[TrafficRecord]:
     )]
 
 
+# One line of iperf3's text report: "[  5]   0.00-10.00  sec  1.10 GBytes   941 Mbits/sec ..." and,
+# in the summary, the rest of the line and "sender" or "receiver" at its end.
+_TEXT_LINE = re.compile(
+    r"^\[\s*(?P<id>\d+|SUM)\]\s+(?P<start>[\d.]+)-(?P<end>[\d.]+)\s+sec\s+[\d.]+\s+[KMGT]?Bytes\s+"
+    r"(?P<rate>[\d.]+)\s+(?P<unit>[KMGT]?)bits/sec(?P<rest>.*?)\s*(?P<side>sender|receiver)?\s*$"
+)
+_UDP_REST = re.compile(r"(?P<jitter>[\d.]+)\s+ms\s+(?P<lost>-?\d+)/(?P<total>\d+)\s+\(")
+_SCALE = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+
+
+def looks_like_text(text: str) -> bool:
+    """Whether `text` is iperf3's client text output with its sender/receiver summary."""
+    return any((m := _TEXT_LINE.match(line)) and m["side"] for line in text.splitlines())
+
+
+def parse_text(text: str, source: str | None = None) -> list[TrafficRecord]:
+    """One record from iperf3's client text output (TCP or UDP; the `[SUM]` lines when -P ran
+    several streams). iperf3 prints rates to 3 significant digits, so the figures are only that
+    precise; the record says so in its warnings."""
+    where = source or "iperf3 output"
+    lines = [m for m in map(_TEXT_LINE.match, text.splitlines()) if m]
+    several = any(m["id"] == "SUM" for m in lines)
+    lines = [m for m in lines if several == (m["id"] == "SUM")]
+    summary = {m["side"]: m for m in lines if m["side"]}
+    if not summary:
+        raise ParseError(f"{where}: iperf3 text output without its sender/receiver summary lines")
+    received = summary.get("receiver") or summary["sender"]
+    udp = _UDP_REST.search(received["rest"])
+    # a UDP interval line ends in its datagram count; a TCP one in retransmits and window
+    intervals = [
+        Interval(start_s=float(m["start"]), duration_s=float(m["end"]) - float(m["start"]),
+                 frames=int(m["rest"]) if udp and m["rest"].strip().isdigit() else None,
+                 payload_bps=float(m["rate"]) * _SCALE[m["unit"]])
+        for m in lines if not m["side"]
+    ]
+    warnings = ["iperf3 text output: rates are as printed, to 3 significant digits"]
+    seconds = float(received["end"]) - float(received["start"])
+    rate = float(received["rate"]) * _SCALE[received["unit"]]
+    if udp is None:
+        retransmits = summary["sender"]["rest"].split() if "sender" in summary else []
+        if retransmits and retransmits[0].isdigit() and int(retransmits[0]):
+            warnings.append(f"{retransmits[0]} TCP retransmits")
+        return [TrafficRecord(tool="iperf3", test="tcp", source=source, duration_s=seconds, payload_bps=rate,
+                              intervals=intervals, warnings=warnings)]
+    sender = _UDP_REST.search(summary["sender"]["rest"]) if "sender" in summary else None
+    sent, lost = int((sender or udp)["total"]), int(udp["lost"])
+    if lost < 0:
+        warnings.append(f"iperf3 reported {lost} lost packets (negative: its counters disagree); loss is left unknown")
+    known = lost if lost >= 0 else None
+    return [TrafficRecord(
+        tool="iperf3", test="udp", source=source, duration_s=seconds, sent=sent,
+        received=sent - known if known is not None else None, lost=known, loss_percent=loss_percent(sent, known),
+        payload_bps=rate, jitter_ms=float(udp["jitter"]), intervals=intervals, warnings=warnings,
+    )]
+
+
 def parse_file(path: Path) -> list[TrafficRecord]:
-    """Records from an iperf3 JSON file."""
-    return parse(Path(path).read_text(), source=str(path))
+    """Records from an iperf3 file: `--json` output, or the client's text output."""
+    text = Path(path).read_text()
+    if text.lstrip().startswith("{"):
+        return parse(text, source=str(path))
+    return parse_text(text, source=str(path))
