@@ -1,7 +1,7 @@
 """Shared pieces of the eBPF data plane tests: the skip conditions, frer.o built, loaded and
 pinned once per module, the same with its XDP program (frer_xdp.o on frer.o's maps) run on
-frames "received" by devices of a namespace of its own (hook_runner: either hook, one test
-body), and the one-port-per-path recovery listener the replays configure."""
+frames "received" by devices of a namespace of its own (hook_runner: either hook and either
+shape of the per-stream maps, one test body), and the one-port-per-path recovery listener the replays configure."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from frerlab.dataplane import bpfsys, layout
-from frerlab.dataplane.node import OBJECT, XDP_OBJECT, open_maps
+from frerlab.dataplane.node import ARRAY_STREAMS, OBJECT, XDP_OBJECT, map_shapes, open_maps
 from frerlab.netns import Namespaces, entered, link_info
 from frerlab.traffic.netpair import namespaces_available
 
@@ -38,13 +38,18 @@ def needs_netns(test):
     return pytest.mark.root(pytest.mark.skipif(unavailable is not None, reason=str(unavailable))(test))
 
 
+#: The per-stream maps as a node of few streams has them (arrays) and as one of many (hash maps).
+SHAPES = {"array": map_shapes(1), "hash": map_shapes(ARRAY_STREAMS + 1)}
+
+
 @contextmanager
-def _pinned(name: str):
-    """bpf/build/frer.o built, loaded and pinned under `name`: (pin dir, its maps, the
-    frer_ingress program); everything is removed afterwards."""
+def _pinned(name: str, shapes: dict[str, tuple[str, int]] | None = None):
+    """bpf/build/frer.o built, loaded (its maps reshaped by `shapes`, default none: hash
+    maps) and pinned under `name`: (pin dir, its maps, the frer_ingress program); everything is
+    removed afterwards."""
     subprocess.run(["make", "-s", "-C", str(ROOT / "bpf")], check=True)
     pin_dir = bpfsys.BPFFS / name
-    bpfsys.load_and_pin(OBJECT, pin_dir)
+    bpfsys.load_and_pin(OBJECT, pin_dir, shapes=shapes)
     maps = open_maps(pin_dir)
     prog = bpfsys.Program(pin_dir / "frer_ingress")
     try:
@@ -92,12 +97,14 @@ class HookRunner:
             return self.prog.test_run(frame, self.ifindexes[port])[:2]
 
 
-@pytest.fixture(scope="module", params=["tc", "xdp"])
+@pytest.fixture(scope="module", params=["tc-array", "xdp-array", "tc-hash", "xdp-hash"])
 def hook_runner(request):
-    """A HookRunner for each hook in turn, each on a frer.o of its own; for XDP, frer_xdp.o
-    loaded on its maps, and four veth ends in a namespace of its own as the ports."""
-    with _pinned(f"frerlab-test-{os.getpid()}-{request.param}") as (pin_dir, maps, prog):
-        if request.param == "tc":
+    """A HookRunner for each hook and each shape of the per-stream maps (SHAPES) in turn, each
+    on a frer.o of its own; for XDP, frer_xdp.o loaded on its maps, and four veth ends in a
+    namespace of its own as the ports."""
+    hook, shape = request.param.split("-")
+    with _pinned(f"frerlab-test-{os.getpid()}-{request.param}", SHAPES[shape]) as (pin_dir, maps, prog):
+        if hook == "tc":
             yield HookRunner("tc", maps, prog)
             return
         with Namespaces(f"frt{os.getpid()}") as net:

@@ -1,7 +1,8 @@
 """frerlab's loader (crates/bpf through frerlab.dataplane.bpfsys): a program the verifier refuses
 is named with the verifier's words, a file that is no BPF object is named, nothing stays
 pinned after a failed load; a port that has a clsact qdisc is refused; a test run returns what
-the program does; and `dataplane down`, or a failure half-way through `up`, leaves no filter,
+the program does; a node's per-stream maps are arrays or hash maps by its stream count, and
+a shape naming a map or type that does not exist is refused by name; and `dataplane down`, or a failure half-way through `up`, leaves no filter,
 no qdisc, no XDP program and no pins behind."""
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from conftest import NEEDS_BPF, ROOT
 
 from frerlab.dataplane import bpfsys, control
 from frerlab.dataplane.config import load_config, parse_config
-from frerlab.dataplane.node import PIN_ROOT, Node
+from frerlab.dataplane import layout
+from frerlab.dataplane.node import ARRAY_STREAMS, OBJECT, PIN_ROOT, XDP_OBJECT, Node
 from frerlab.netns import Namespaces, entered, link_info
 
 pytestmark = NEEDS_BPF
@@ -113,6 +115,43 @@ def test_a_test_run_returns_what_the_program_does(tmp_path):
             assert xdp.xdp and (verdict, out) == (1, b"\xab" + frame[1:])  # XDP_DROP
     finally:
         bpfsys.unpin(pin_dir)
+
+
+PER_STREAM_MAPS = ("streams", "seqgen", "rcvy", "rcvy_reset_requests", "stream_port_stats")
+
+
+@pytest.mark.parametrize("streams", [1, ARRAY_STREAMS, ARRAY_STREAMS + 1, layout.MAX_STREAMS])
+def test_a_node_keeps_few_streams_in_arrays_and_many_in_hash_maps(streams):
+    with Namespaces(prefix()) as net:
+        net.add("x")
+        net.run("x", "ip", "link", "add", "pa", "type", "veth", "peer", "name", "pb")
+        with Node(f"{net.prefix}-n", net.ns["x"], ["pa", "pb"], xdp=True, streams=streams) as node:
+            kinds = {name: node.maps[name].kind for name in PER_STREAM_MAPS}
+            if streams <= ARRAY_STREAMS:
+                assert kinds == {"streams": "array", "seqgen": "array", "rcvy": "array",
+                                 "rcvy_reset_requests": "array", "stream_port_stats": "percpu_array"}
+                assert node.capacity == ARRAY_STREAMS
+                assert node.maps["rcvy"].max_entries == ARRAY_STREAMS * layout.RCVY_PER_STREAM
+            else:
+                assert kinds == {"streams": "hash", "seqgen": "hash", "rcvy": "hash",
+                                 "rcvy_reset_requests": "hash", "stream_port_stats": "percpu_hash"}
+                assert node.capacity == layout.MAX_STREAMS
+            node.add_stream(node.capacity - 1, ingress=["pa"], outputs=["pb"], generate=True, encode=True)
+            assert node.generation_counters(node.capacity - 1) == {"generated": 0, "resets": 0}
+            with pytest.raises(ValueError, match=f"{node.capacity + 1} streams do not fit data plane "
+                                                 f"'{net.prefix}-n': it was loaded for at most {node.capacity}"):
+                node.add_stream(node.capacity, ingress=["pa"], outputs=["pb"])
+    with pytest.raises(ValueError, match=r"streams 0 is out of range \(1..=65536\)"):
+        Node("n", None, ["a"], streams=0)
+
+
+def test_a_shape_naming_no_map_or_no_type_is_refused_and_nothing_stays_pinned():
+    pin_dir = bpfsys.BPFFS / prefix()
+    with pytest.raises(ValueError, match=f"map \"nope\" is not in BPF object {OBJECT}"):
+        bpfsys.load_and_pin(OBJECT, pin_dir, shapes={"nope": ("array", 4)})
+    with pytest.raises(ValueError, match='map type "arry" is not one libbpf knows .*percpu_array'):
+        bpfsys.load_and_pin(OBJECT, pin_dir, shapes={"streams": ("arry", 4)})
+    assert not pin_dir.exists()
 
 
 def test_a_port_with_a_clsact_qdisc_is_refused(tmp_path):

@@ -22,7 +22,7 @@ from conftest import NEEDS_BPF, ROOT
 
 from frerlab.dataplane import control, stats
 from frerlab.dataplane.config import load_config, parse_config
-from frerlab.dataplane.node import PIN_ROOT
+from frerlab.dataplane.node import ARRAY_STREAMS, PIN_ROOT
 from frerlab.errors import UsageError
 from frerlab.netns import Namespaces
 from frerlab.traffic.across import stream_across
@@ -90,6 +90,7 @@ def test_relays_deliver_each_frame_once_with_active_identification_on_path_b(rel
     net, (sw1, sw2) = relays
     status = control.status(sw2), control.status(sw1)
     assert {p["received"] for s in status for p in s["ports"]} == {"tc"}
+    assert [s["stream_maps"] for s in status] == [{"kind": "array", "capacity": ARRAY_STREAMS}] * 2
     if status[0]["hook"] == "auto":
         assert "veth" in status[0]["note"] and "rewritten differently" in status[1]["note"]
     stream = send_stream(net, "tal", "lis", 3000)

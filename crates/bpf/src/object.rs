@@ -1,34 +1,60 @@
 //! Loading an ELF object and pinning what it holds: programs at `PIN/NAME`, maps at
 //! `PIN/maps/NAME`. A map whose name is pinned in a `reuse` directory is that map, not a new
-//! one, so two objects share their maps (frer_xdp.o runs on frer.o's). libbpf does the work:
+//! one, so two objects share their maps (frer_xdp.o runs on frer.o's). A [`MapShape`] gives a
+//! map of the object another type and size before it is created (a FRER node of few streams
+//! keeps them in arrays, one of many in hash maps). libbpf does the work:
 //! it reads the object's BTF (map definitions, `bpf_spin_lock` values, CO-RE relocations),
 //! creates the maps and loads every program through the verifier.
 use std::fs;
 use std::path::Path;
 
 use libbpf_rs::libbpf_sys;
-use libbpf_rs::{MapCore, MapHandle, MapType, ObjectBuilder};
+use libbpf_rs::{AsRawLibbpf, MapCore, MapHandle, MapType, ObjectBuilder};
 
 use crate::{with_log, Error, Result};
 
 /// How many lines of the verifier's log (or libbpf's messages) a load error carries.
 const LOG_LINES: usize = 30;
 
+/// `BPF_F_NO_PREALLOC` (linux/bpf.h): a hash map allocates its elements as they are written.
+/// An array map refuses the flag, so a map given an array type loses it.
+const BPF_F_NO_PREALLOC: u32 = 1;
+
+/// Another type and size for map `name` of an object, set before the map is created: the
+/// programs are verified against the map as it is then.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MapShape {
+    /// The map's name in the object.
+    pub name: String,
+    /// libbpf's name of the type (see [`map_type`]).
+    pub kind: String,
+    /// Its `max_entries`.
+    pub max_entries: u32,
+}
+
 /// Loads every program of object `obj` and pins programs under `pin_dir` (which must not
 /// exist yet), maps under `pin_dir/maps`; a map of the same name pinned in directory `reuse`
-/// is used instead of a new one. On failure nothing is left pinned and `pin_dir` is gone.
+/// is used instead of a new one, as it is (its type and size; the programs are verified against
+/// it). Each of `shapes` gives a map of the object another type and size before it is created.
+/// On failure nothing is left pinned and `pin_dir` is gone.
 ///
 /// # Errors
-/// The object cannot be read, a reused map does not fit, the verifier refuses a program (the
-/// error names it and ends with the verifier's last words), or pinning fails.
-pub fn load_and_pin(obj: &Path, pin_dir: &Path, reuse: Option<&Path>) -> Result<()> {
+/// The object cannot be read, a shape names a map the object lacks or a type libbpf does not
+/// know, a reused map cannot be opened, the verifier refuses a program (the error names it and ends
+/// with the verifier's last words), or pinning fails.
+pub fn load_and_pin(
+    obj: &Path,
+    pin_dir: &Path,
+    reuse: Option<&Path>,
+    shapes: &[MapShape],
+) -> Result<()> {
     if pin_dir.exists() {
         return Err(Error::errno(
             format!("pin directory {} exists already", pin_dir.display()),
             libc::EEXIST,
         ));
     }
-    let (loaded, log) = with_log(|| load(obj, reuse));
+    let (loaded, log) = with_log(|| load(obj, reuse, shapes));
     let (mut object, reused) = loaded.map_err(|err| err.with_log(&log, LOG_LINES))?;
     fs::create_dir(pin_dir).map_err(|err| {
         Error::io(
@@ -43,11 +69,19 @@ pub fn load_and_pin(obj: &Path, pin_dir: &Path, reuse: Option<&Path>) -> Result<
     })
 }
 
-/// Opens and loads `obj`; the names of the maps taken from `reuse`.
-fn load(obj: &Path, reuse: Option<&Path>) -> Result<(libbpf_rs::Object, Vec<String>)> {
+/// Opens and loads `obj` with its maps shaped by `shapes`; the names of the maps taken from
+/// `reuse`.
+fn load(
+    obj: &Path,
+    reuse: Option<&Path>,
+    shapes: &[MapShape],
+) -> Result<(libbpf_rs::Object, Vec<String>)> {
     let mut open = ObjectBuilder::default()
         .open_file(obj)
         .map_err(|err| Error::libbpf(format!("opening BPF object {}", obj.display()), &err))?;
+    for shape in shapes {
+        reshape(&mut open, shape, obj)?;
+    }
     let mut reused = Vec::new();
     if let Some(dir) = reuse {
         for mut map in open.maps_mut() {
@@ -76,6 +110,43 @@ fn load(obj: &Path, reuse: Option<&Path>) -> Result<(libbpf_rs::Object, Vec<Stri
         Error::libbpf(what, &err)
     })?;
     Ok((object, reused))
+}
+
+/// Gives map `shape.name` of the opened object `open` (read from `obj`) the shape's type and
+/// size; an array type drops `BPF_F_NO_PREALLOC`.
+fn reshape(open: &mut libbpf_rs::OpenObject, shape: &MapShape, obj: &Path) -> Result<()> {
+    let ty = map_type(&shape.kind)?;
+    let mut map = open
+        .maps_mut()
+        .find(|m| *m.name().to_string_lossy() == shape.name)
+        .ok_or_else(|| {
+            Error::Invalid(format!(
+                "map {:?} is not in BPF object {}",
+                shape.name,
+                obj.display()
+            ))
+        })?;
+    let what = || {
+        format!(
+            "giving map {} of {} the type {} and {} entries",
+            shape.name,
+            obj.display(),
+            shape.kind,
+            shape.max_entries
+        )
+    };
+    map.set_type(ty)
+        .map_err(|err| Error::libbpf(what(), &err))?;
+    map.set_max_entries(shape.max_entries)
+        .map_err(|err| Error::libbpf(what(), &err))?;
+    if matches!(ty, MapType::Array | MapType::PercpuArray) {
+        // SAFETY: the pointer is the open map's, valid while `map` borrows the object.
+        let flags = unsafe { libbpf_sys::bpf_map__map_flags(map.as_libbpf_object().as_ptr()) }
+            & !BPF_F_NO_PREALLOC;
+        map.set_map_flags(flags)
+            .map_err(|err| Error::libbpf(what(), &err))?;
+    }
+    Ok(())
 }
 
 /// What libbpf has printed so far in the current `with_log`.
@@ -145,6 +216,19 @@ pub fn map_type(kind: &str) -> Result<MapType> {
     )))
 }
 
+/// libbpf's name of map type `ty` (the inverse of [`map_type`]).
+pub fn map_type_name(ty: MapType) -> String {
+    // SAFETY: returns a static string, or null for a type libbpf does not know.
+    let name = unsafe { libbpf_sys::libbpf_bpf_map_type_str(ty as u32) };
+    if name.is_null() {
+        return format!("type {}", ty as u32);
+    }
+    // SAFETY: a non-null result is a NUL-terminated static string.
+    unsafe { std::ffi::CStr::from_ptr(name) }
+        .to_string_lossy()
+        .into_owned()
+}
+
 /// Creates a map of type `kind` (see [`map_type`]) and pins it at `path`; the map is named
 /// after the path's file name (its first 15 characters, the kernel's limit).
 ///
@@ -197,6 +281,7 @@ mod tests {
     fn map_types_are_libbpf_s_names() {
         assert_eq!(map_type("devmap_hash").unwrap(), MapType::DevmapHash);
         assert_eq!(map_type("hash").unwrap(), MapType::Hash);
+        assert_eq!(map_type_name(MapType::PercpuArray), "percpu_array");
         let Err(Error::Invalid(message)) = map_type("devmap-hash") else {
             panic!("accepted")
         };
@@ -209,7 +294,7 @@ mod tests {
     #[test]
     fn a_missing_object_is_named_in_the_error() {
         let dir = std::env::temp_dir().join(format!("frerlab-bpf-test-{}", std::process::id()));
-        let err = load_and_pin(Path::new("/nonexistent/frer.o"), &dir, None).unwrap_err();
+        let err = load_and_pin(Path::new("/nonexistent/frer.o"), &dir, None, &[]).unwrap_err();
         assert!(err.to_string().contains("/nonexistent/frer.o"), "{err}");
         assert!(!dir.exists());
     }

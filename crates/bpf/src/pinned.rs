@@ -78,6 +78,30 @@ impl PinnedMap {
         self.map.value_size() as usize * self.cpus
     }
 
+    /// libbpf's name of the map's type (`array`, `hash`, `percpu_hash`, ...).
+    pub fn kind(&self) -> String {
+        crate::object::map_type_name(self.map.map_type())
+    }
+
+    /// The map's `max_entries`.
+    pub fn max_entries(&self) -> u32 {
+        self.map.max_entries()
+    }
+
+    /// Bytes of memory the kernel charges to the map (`memlock` of its descriptor's fdinfo,
+    /// what bpftool shows as bytes_memlock): what it has allocated, elements included.
+    ///
+    /// # Errors
+    /// The fdinfo cannot be read or has no memlock line.
+    pub fn memlock(&self) -> Result<u64> {
+        let path = format!("/proc/self/fdinfo/{}", self.fd());
+        let text = std::fs::read_to_string(&path).map_err(|err| Error::io(&path, &err))?;
+        text.lines()
+            .find_map(|line| line.strip_prefix("memlock:"))
+            .and_then(|value| value.trim().parse().ok())
+            .ok_or_else(|| Error::Invalid(format!("{path} has no memlock line")))
+    }
+
     /// The map's file descriptor (to put the map into a map of maps).
     pub fn fd(&self) -> i32 {
         self.map.as_fd().as_raw_fd()

@@ -1,6 +1,7 @@
 //! Python bindings for frerlab's eBPF loader (crates/bpf), wrapped by
 //! `frerlab.dataplane.bpfsys`: `BpfError` (an OSError), pinned maps and programs as context
 //! managers, and one function per loader operation. Invalid arguments raise ValueError.
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use frerlab_bpf::{attach, object, pinned, Error};
@@ -51,10 +52,14 @@ impl PyMap {
 #[pymethods]
 impl PyMap {
     /// Opens the map pinned at `path`; ValueError if its sizes are not `key_size` and
-    /// `value_size` (the layout the caller packs does not match the object's).
+    /// `value_size` (the layout the caller packs does not match the object's); None takes the
+    /// map's own.
     #[new]
-    fn new(path: PathBuf, key_size: usize, value_size: usize) -> PyResult<Self> {
+    #[pyo3(signature = (path, key_size = None, value_size = None))]
+    fn new(path: PathBuf, key_size: Option<usize>, value_size: Option<usize>) -> PyResult<Self> {
         let map = pinned::PinnedMap::open(&path).map_err(to_py)?;
+        let key_size = key_size.unwrap_or(map.key_size());
+        let value_size = value_size.unwrap_or(map.value_size());
         if (map.key_size(), map.value_size()) != (key_size, value_size) {
             return Err(PyValueError::new_err(format!(
                 "map {} has {}-byte keys and {}-byte values, not {key_size} and {value_size}",
@@ -79,6 +84,25 @@ impl PyMap {
     #[getter]
     fn fd(&self) -> i32 {
         self.map.as_ref().map_or(-1, |m| m.fd())
+    }
+
+    /// libbpf's name of the map's type (`array`, `hash`, ...).
+    #[getter]
+    fn kind(&self) -> PyResult<String> {
+        Ok(self.get()?.kind())
+    }
+
+    /// Bytes of memory the kernel charges to the map (its fdinfo's memlock: what it has
+    /// allocated, elements included).
+    #[getter]
+    fn memlock(&self) -> PyResult<u64> {
+        self.get()?.memlock().map_err(to_py)
+    }
+
+    /// The map's capacity (max_entries).
+    #[getter]
+    fn max_entries(&self) -> PyResult<u32> {
+        Ok(self.get()?.max_entries())
     }
 
     /// Bytes of one value as lookup returns it (every CPU's, for a per-CPU map).
@@ -231,11 +255,26 @@ impl PyRunTimeStats {
 }
 
 /// Loads every program of `obj` and pins programs under `pin_dir` (new), maps under
-/// `pin_dir/maps`, reusing maps pinned in `reuse`; nothing stays pinned on failure.
+/// `pin_dir/maps`, reusing maps pinned in `reuse`; `shapes` gives maps another type and size
+/// first (name -> (libbpf's type name, max_entries)); nothing stays pinned on failure.
 #[pyfunction]
-#[pyo3(signature = (obj, pin_dir, reuse = None))]
-fn bpf_load_and_pin(obj: PathBuf, pin_dir: PathBuf, reuse: Option<PathBuf>) -> PyResult<()> {
-    object::load_and_pin(&obj, &pin_dir, reuse.as_deref()).map_err(to_py)
+#[pyo3(signature = (obj, pin_dir, reuse = None, shapes = None))]
+fn bpf_load_and_pin(
+    obj: PathBuf,
+    pin_dir: PathBuf,
+    reuse: Option<PathBuf>,
+    shapes: Option<BTreeMap<String, (String, u32)>>,
+) -> PyResult<()> {
+    let shapes: Vec<object::MapShape> = shapes
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(name, (kind, max_entries))| object::MapShape {
+            name,
+            kind,
+            max_entries,
+        })
+        .collect();
+    object::load_and_pin(&obj, &pin_dir, reuse.as_deref(), &shapes).map_err(to_py)
 }
 
 /// Creates a map of type `kind` (libbpf's name, e.g. devmap_hash) pinned at `path`.

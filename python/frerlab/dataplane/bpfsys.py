@@ -51,14 +51,17 @@ def ensure_bpffs() -> None:
         subprocess.run(["mount", "-t", "bpf", "frerlab-bpf", str(BPFFS)], check=True)
 
 
-def load_and_pin(obj: Path, pin_dir: Path, reuse: Path | None = None) -> None:
+def load_and_pin(obj: Path, pin_dir: Path, reuse: Path | None = None,
+                 shapes: dict[str, tuple[str, int]] | None = None) -> None:
     """Loads every program of `obj` (verifier included) and pins programs under `pin_dir`
     (which must not exist), maps under `pin_dir/maps`; a map of the same name pinned in
-    directory `reuse` is used instead of a new one (so two objects share their maps). Leaves
-    nothing pinned if loading fails."""
+    directory `reuse` is used instead of a new one (so two objects share their maps). `shapes`
+    gives maps of the object another type and size before they are made (name -> (libbpf's
+    type name, max_entries); an array drops BPF_F_NO_PREALLOC). Leaves nothing pinned if
+    loading fails."""
     ensure_bpffs()
     try:
-        _load_and_pin(obj, pin_dir, reuse)
+        _load_and_pin(obj, pin_dir, reuse, shapes)
     except BaseException:
         _release_bpffs()
         raise

@@ -128,6 +128,9 @@ def _status(args: argparse.Namespace) -> int:
         for p in r["ports"]:
             hooks = [f"{what} {hook}" for what, hook in (("received", p["received"]), ("sent", p["sent"])) if hook]
             print(f"  {p['port']}: {', '.join(hooks)}")
+        if r["stream_maps"]:
+            print(f"  per-stream state: {r['stream_maps']['kind']} maps, room for "
+                  f"{r['stream_maps']['capacity']} streams")
     return 0
 
 

@@ -128,13 +128,14 @@ def up(cfg: NodeConfig, netns: str | None = None, monitor: bool = True) -> dict:
              "config": cfg.model_dump(mode="json", by_alias=False), "monitor_pid": None,
              "interfaces": ports.record(), "started": time.time(), "hooks": {}, "hook_note": hook_note}
     write_atomic(state_path(name), json.dumps(state, indent=1))  # first: `down` can undo a crash
-    node = Node(name, netns, plan.ports, xdp=bool(xdp))
+    node = Node(name, netns, plan.ports, xdp=bool(xdp), streams=max(len(plan.streams), 1))
     try:
         state["changes"] = interfaces.apply(netns, ports)
         node.__enter__()
         node.apply(plan)
         node.attach(plan.ingress_ports, plan.egress_ports, xdp=xdp)
         state["hooks"] = dict(node.hooks)
+        state["stream_maps"] = {"kind": node.maps["streams"].kind, "capacity": node.capacity}
         if monitor and any(r.latent for r in plan.recoveries):
             state["monitor_pid"] = _start_monitor(name)
         write_atomic(state_path(name), json.dumps(state, indent=1))
@@ -185,11 +186,12 @@ def down(name: str) -> bool:
 def status(name: str) -> dict:
     """What runs data plane `name`: its configured hook, per attached port the hook of the
     frames it receives (tc, xdp native or xdp generic; frames the host sends are always tc's),
-    and under `auto` why tc was taken."""
+    under `auto` why tc was taken, and what holds the per-stream state (array or hash maps,
+    node.map_shapes) for how many streams."""
     state = read_state(name)
     plan = parse_config(state["config"], f"state of {name}").plan
     return {"name": name, "netns": state["netns"], "hook": state["config"].get("hook", "tc"),
-            "note": state.get("hook_note"),
+            "note": state.get("hook_note"), "stream_maps": state.get("stream_maps"),
             "ports": [{"port": port, "received": state.get("hooks", {}).get(port) if port in plan.ingress_ports
                        else None, "sent": "tc" if port in plan.egress_ports else None}
                       for port in state["attached"]]}

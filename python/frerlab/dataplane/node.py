@@ -3,9 +3,12 @@
 and egress, direct action) to the node's ports inside its network namespace; with `xdp`, also
 bpf/frer_xdp.o on the same maps, whose XDP program takes the place of frer_ingress on the
 ports `attach` is told to run it on (native or generic XDP). Loading and attaching go through
-frerlab's loader (frerlab.dataplane.bpfsys, on libbpf).
+frerlab's loader (frerlab.dataplane.bpfsys, on libbpf). A node told it holds at most
+ARRAY_STREAMS streams keeps their state in array maps (the loader reshapes frer.o's hash maps
+before creating them): an array lookup is an indexed load, a hash lookup hashes the key and
+walks a bucket, and a frame takes five to ten such lookups.
 
-    with Node("sw1", netns="ns-sw1", ports=["to-talker", "path-a", "path-b"]) as sw1:
+    with Node("sw1", netns="ns-sw1", ports=["to-talker", "path-a", "path-b"], streams=1) as sw1:
         sw1.add_stream(0, ingress=["to-talker"], generate=True, encode=True,
                        outputs=["path-a", "path-b"])
         sw1.attach()
@@ -39,6 +42,10 @@ MAP_SIZES = {  # map name: (key size, value size), as in bpf/frer_common.h
     "rcvy_reset_requests": (4, 4),
     "seqgen": (4, layout.SEQGEN.size),
 }
+#: A node with at most this many streams keeps its per-stream state in arrays of this many
+#: streams' entries (about 5.5 MiB with 2 CPUs, mostly recovery instances); one with more in
+#: frer.o's hash maps, allocated as entries are written, up to layout.MAX_STREAMS streams.
+ARRAY_STREAMS = 1024
 #: Attempts at a map update refused for want of a free element right now (ENOMEM), 1 ms apart.
 ENOMEM_RETRIES = 1000
 #: Per-CPU counter maps: name -> layout of one CPU's value.
@@ -49,6 +56,20 @@ def possible_cpus() -> int:
     """The number of possible CPUs (the entries of a per-CPU map value)."""
     text = Path("/sys/devices/system/cpu/possible").read_text().strip()
     return sum(int(r.split("-")[-1]) - int(r.split("-")[0]) + 1 for r in text.split(","))
+
+
+def map_shapes(streams: int) -> dict[str, tuple[str, int]]:
+    """The per-stream maps of a node of `streams` streams, reshaped for the loader (name ->
+    (type, max_entries)): arrays holding ARRAY_STREAMS streams when they fit; else none
+    reshaped (frer.o's own hash maps, up to layout.MAX_STREAMS streams)."""
+    if not 1 <= streams <= layout.MAX_STREAMS:
+        raise ValueError(f"streams {streams} is out of range (1..={layout.MAX_STREAMS})")
+    if streams > ARRAY_STREAMS:
+        return {}
+    rcvy = ARRAY_STREAMS * layout.RCVY_PER_STREAM
+    return {"streams": ("array", ARRAY_STREAMS), "seqgen": ("array", ARRAY_STREAMS),
+            "rcvy": ("array", rcvy), "rcvy_reset_requests": ("array", rcvy),
+            "stream_port_stats": ("percpu_array", ARRAY_STREAMS * layout.MAX_PORTS)}
 
 
 def percpu_sum(maps: dict[str, bpfsys.Map], name: str, index: int) -> list[int]:
@@ -95,12 +116,15 @@ def remove_leftovers(name: str) -> None:
 class Node:
     """A FRER node on the ports `ports` of namespace `netns` (None: the current one)."""
 
-    def __init__(self, name: str, netns: str | None, ports: list[str], xdp: bool = False) -> None:
+    def __init__(self, name: str, netns: str | None, ports: list[str], xdp: bool = False,
+                 streams: int = 1) -> None:
         """A node not loaded yet (`with` or `__enter__` loads it); `name` names its pins;
-        `xdp` loads the XDP program too."""
+        `xdp` loads the XDP program too; `streams`: how many streams (handles 0 ..
+        streams - 1) it will hold, which decides its maps (map_shapes)."""
         if not 0 < len(ports) <= layout.MAX_PORTS:
             raise ValueError(f"{len(ports)} ports is out of range (1..={layout.MAX_PORTS})")
         self.name, self.netns, self.ports, self.xdp = name, netns, list(ports), xdp
+        self.shapes = map_shapes(streams)
         self.pin_dir = pin_path(name)
         self.maps: dict[str, bpfsys.Map] = {}
         self.attached: list[str] = []
@@ -129,7 +153,7 @@ class Node:
             raise bpfsys.BpfError(f"data plane {self.name!r} is already loaded ({self.pin_dir}); "
                                   "remove it first (remove_leftovers) or pick another name")
         try:
-            bpfsys.load_and_pin(OBJECT, self.pin_dir)
+            bpfsys.load_and_pin(OBJECT, self.pin_dir, shapes=self.shapes)
             self.maps = open_maps(self.pin_dir)
             if self.xdp:
                 bpfsys.load_and_pin(XDP_OBJECT, self.pin_dir / "xdp", reuse=self.pin_dir / "maps")
@@ -154,6 +178,7 @@ class Node:
         """Stream `stream` is every frame received on the `ingress` ports; it is numbered
         (`generate`), passed through sequence recovery (`recovery`), sent with an R-TAG
         (`encode`, else any R-TAG is removed) and copied to each of `outputs`."""
+        self._check_capacity(stream + 1)
         mask = 0
         for port in ingress:
             self.ifindex(port)
@@ -176,6 +201,7 @@ class Node:
         """Writes a compiled configuration (config.compile_node) into the maps."""
         if plan.ports != self.ports:
             raise ValueError(f"the plan's ports {plan.ports} are not this node's ({self.ports})")
+        self._check_capacity(len(plan.streams))
         ifindexes = {p: self.ifindex(p) for p in self.ports}
         for stream, (flags, outputs) in enumerate(plan.streams):
             outs = [layout.output(0 if o.port == LOCAL else ifindexes[o.port], o.flags, o.index,
@@ -198,6 +224,17 @@ class Node:
         self.n_identities = len(plan.scanned)
         self.maps["settings"].update(layout.key(0), layout.settings(self.n_identities, plan.bridge_mask,
                                                                     pvids=plan.pvids, shapes=plan.shapes))
+
+    @property
+    def capacity(self) -> int:
+        """How many streams the node's maps hold (handles 0 .. capacity - 1)."""
+        return self.maps["streams"].max_entries
+
+    def _check_capacity(self, streams: int) -> None:
+        """ValueError unless `streams` streams fit the node's maps."""
+        if streams > self.capacity:
+            raise ValueError(f"{streams} streams do not fit data plane {self.name!r}: it was loaded for "
+                             f"at most {self.capacity} (Node(..., streams=N) with N up to {layout.MAX_STREAMS})")
 
     def _stream_port_stats(self, plan: NodePlan) -> None:
         """A zero stream_port_stats entry for every port a stream is identified on or copied

@@ -122,8 +122,10 @@ class TwoPath:
         if self.streams > 1:
             self._spread()
         if self.mode in ("frer", "xdp-frer"):
-            self.sw1 = Node(f"{self.prefix}-sw1", self.ns["sw1"], ["up", "pa", "pb"], xdp=xdp).__enter__()
-            self.sw2 = Node(f"{self.prefix}-sw2", self.ns["sw2"], ["pa", "pb", "down"], xdp=xdp).__enter__()
+            self.sw1 = Node(f"{self.prefix}-sw1", self.ns["sw1"], ["up", "pa", "pb"], xdp=xdp,
+                            streams=self.streams).__enter__()
+            self.sw2 = Node(f"{self.prefix}-sw2", self.ns["sw2"], ["pa", "pb", "down"], xdp=xdp,
+                            streams=self.streams).__enter__()
             if self.streams > 1:
                 sw1, sw2 = spread_configs(self.streams, self.history_length, self.prefix)
                 self.sw1.apply(sw1.plan)
