@@ -32,8 +32,16 @@ with two TX and two RX queues per end: `--queues 1` against `--queues 2` at both
 sender threads, one per TX queue, pinned to CPUs 0 and 1; one receiver thread reading both RX
 queues), rounds interleaved; ratio 2 queues / 1 queue of the same three figures.
 
-Run (root): `.venv/bin/python benches/traffic_pps.py [--part kernel|modes|queues|all] [--window 3] [--rounds 5]
-[--json FILE]`
+A fourth part (`--part pacing`) repeats the seeds' mausezahn test (001 l.352-356, 002 l.307-310):
+mausezahn paced with `-d`, the gap between frames in whole microseconds, set for a target of
+50 to 100 % of the 1 GbE line rate of 1518- and 64-byte frames (target frames/s = load x 1e9 /
+((size + 20) x 8), the seeds' `calculate_pps`; delay = 1e6 / target, rounded, as the driver
+writes it). The figure is the frames/s that arrive in the receiving namespace (received plus
+dropped by a full socket, kernel-counted as in the first part) over the window, against the
+target: achieved / target and achieved as a share of the line rate (the seeds' "efficiency").
+
+Run (root): `.venv/bin/python benches/traffic_pps.py [--part kernel|modes|queues|pacing|all] [--window 3]
+[--rounds 5] [--json FILE]`
 """
 
 from __future__ import annotations
@@ -231,6 +239,52 @@ def run_queues(window: float, rounds: int) -> dict:
                      f"{window:g} s trials:")
 
 
+PACING_FRAMES = (1518, 64)
+PACING_LOADS = (50, 70, 80, 90, 95, 98, 100)
+
+
+def line_rate_fps(frame: int) -> float:
+    """Frames/s of `frame`-byte frames that fill 1 GbE (20 bytes of preamble and gap each)."""
+    return 1e9 / ((frame + 20) * 8)
+
+
+def run_pacing(window: float, rounds: int) -> dict:
+    """The pacing part: mausezahn with the seeds' `-d` delay for each (frame size, load), once
+    per round, rounds interleaved; medians of the arriving frames/s against the target."""
+    arrived: dict[str, list[float]] = {}
+    delays: dict[str, str] = {}
+    cases = [(frame, load) for frame in PACING_FRAMES for load in PACING_LOADS]
+    with NetPair() as pair:
+        for round_index in range(rounds):
+            shift = round_index % len(cases)
+            for frame, load in cases[shift:] + cases[:shift]:
+                target = load / 100 * line_rate_fps(frame)
+                argv = mausezahn.command(pair.a_if, count=round(target * (window + 30)), frame_size=frame,
+                                         src_ip=pair.a_ip, dst_ip=pair.b_ip, dst_mac=pair.mac("b"), port=PORT,
+                                         frames_per_s=target)
+                received, dropped = measure_kernel_counted(pair, "mausezahn", argv, window)
+                arrived.setdefault(f"{frame}B {load}%", []).append(received + dropped)
+                delays[f"{frame}B {load}%"] = argv[argv.index("-d") + 1]
+                print(f"round {round_index + 1} mausezahn {frame:5d} B {load:3d} % target {target:12,.0f}/s "
+                      f"-d {delays[f'{frame}B {load}%']:>3s}  arrived {received + dropped:12,.0f}/s", file=sys.stderr)
+    rows = []
+    print(f"mausezahn paced with -d (whole microseconds) across a veth pair, frames/s arriving, median of {rounds} "
+          f"interleaved {window:g} s trials:")
+    for frame, load in cases:
+        target = load / 100 * line_rate_fps(frame)
+        delay = float(delays[f"{frame}B {load}%"])
+        achieved = statistics.median(arrived[f"{frame}B {load}%"])
+        row = {"frame_size": frame, "load_percent": load, "target_fps": target, "delay_us": delay,
+               "achieved_fps": achieved, "achieved_over_target": achieved / target,
+               "share_of_line_rate": achieved / line_rate_fps(frame), "achieved_l2_mbps": achieved * frame * 8 / 1e6,
+               "gap_us": 1e6 / achieved if achieved else None}
+        rows.append(row)
+        print(f"  {frame:5d} B {load:3d} %  target {target:11,.0f}/s  -d {delay:3.0f}  achieved {achieved:11,.0f}/s  "
+              f"{row['achieved_over_target']:6.1%} of target  {row['share_of_line_rate']:6.1%} of line rate  "
+              f"gap {row['gap_us']:7.1f} us")
+    return {"arrived_per_s": arrived, "rows": rows}
+
+
 def summarize(trials: dict[str, list[dict[str, float]]], pairs: dict[str, tuple[str, str]], title: str) -> dict:
     """Medians per name of `trials` and, for each label of `pairs` (ours, baseline), the ratios
     of their medians; printed under `title` and returned with the trials."""
@@ -248,9 +302,9 @@ def summarize(trials: dict[str, list[dict[str, float]]], pairs: dict[str, tuple[
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--part", choices=["kernel", "modes", "queues", "all"], default="all",
+    parser.add_argument("--part", choices=["kernel", "modes", "queues", "pacing", "all"], default="all",
                         help="kernel-counted contenders at 64 B, frerlab's modes with full accounting, xdp mode "
-                             "on 1 vs 2 queues, or all three")
+                             "on 1 vs 2 queues, mausezahn paced with the seeds' -d, or all four")
     parser.add_argument("--window", type=float, default=3.0, help="seconds measured per trial")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds")
     parser.add_argument("--json", type=Path, help="write every trial and the medians here")
@@ -263,6 +317,8 @@ def main() -> int:
         result["modes"] = run_modes(args.window, args.rounds)
     if args.part in ("queues", "all"):
         result["queues"] = run_queues(args.window, args.rounds)
+    if args.part in ("pacing", "all"):
+        result["pacing"] = run_pacing(args.window, args.rounds)
     if args.json:
         write_atomic(args.json, json.dumps(result, indent=2))
     return 0
