@@ -6,7 +6,11 @@ numbers and replicates, sw2 eliminates and removes the R-TAG. Baselines with no 
 (bpf/redirect.c): "plain" = path a only (the issue's baseline; every frame crosses one veth
 fewer than with FRER); "plain-dual" = sw1 copies every frame onto both paths, sw2 forwards
 path a's and drops path b's (as many frames and veth hops as FRER: what FRER itself costs).
-"xdp-frer" and "xdp-plain": "frer" and "plain" in native XDP (bpf/frer_xdp.c, xdp_plain_redirect).
+"xdp-frer", "xdp-plain" and "xdp-plain-dual": "frer", "plain" and "plain-dual" in native XDP
+(bpf/frer_xdp.c; xdp_plain_redirect; xdp_plain_copy, one broadcast redirect onto both paths as
+frer_xdp sends a stream's copies, and xdp_plain_drop).
+"frer-hashmaps" and "xdp-frer-hashmaps": one stream, but the nodes loaded with room for 65,536
+streams, so their per-stream state is in hash maps instead of arrays (what the maps cost).
 "frer-h1024" and "xdp-frer-h1024": "frer" and "xdp-frer" with a history of 1024 instead of 32
 (the vector recovery's window: how its cost scales with the history length).
 Scaling with the number of streams: "frer-1k", "frer-64k", "xdp-frer-1k", "xdp-frer-64k" carry
@@ -48,14 +52,17 @@ from frerlab.dataplane import bpfsys
 from frerlab.dataplane.twopath import MODES, TwoPath
 
 SIZES = (64, 512, 1518)
-#: The topologies measured: label -> (TwoPath mode, history length, streams).
+#: The topologies measured: label -> TwoPath's (mode, history length, streams[, room]).
 TOPOLOGIES = ({mode: (mode, 32, 1) for mode in MODES}
-              | {"frer-h1024": ("frer", 1024, 1), "xdp-frer-h1024": ("xdp-frer", 1024, 1),
+              | {"frer-hashmaps": ("frer", 32, 1, 65536), "xdp-frer-hashmaps": ("xdp-frer", 32, 1, 65536),
+                 "frer-h1024": ("frer", 1024, 1), "xdp-frer-h1024": ("xdp-frer", 1024, 1),
                  "plain-spread": ("plain", 32, 65536), "xdp-plain-spread": ("xdp-plain", 32, 65536),
                  "frer-1k": ("frer", 32, 1024), "frer-64k": ("frer", 32, 65536),
                  "xdp-frer-1k": ("xdp-frer", 32, 1024), "xdp-frer-64k": ("xdp-frer", 32, 65536)})
 #: (FRER topology, its baseline): the ratios reported (those whose two topologies were measured)
 COMPARISONS = (("frer", "plain"), ("frer", "plain-dual"), ("xdp-frer", "xdp-plain"), ("xdp-frer", "frer"),
+               ("xdp-frer", "xdp-plain-dual"), ("xdp-plain-dual", "xdp-plain"),
+               ("frer-hashmaps", "frer"), ("xdp-frer-hashmaps", "xdp-frer"),
                ("frer-h1024", "frer"), ("xdp-frer-h1024", "xdp-frer"),
                ("plain-spread", "plain"), ("xdp-plain-spread", "xdp-plain"),
                ("frer-1k", "plain-spread"), ("frer-64k", "plain-spread"), ("frer-64k", "frer-1k"),
@@ -102,7 +109,10 @@ def measure(args: argparse.Namespace) -> list[dict]:
     labels = args.cases
     with ExitStack() as stack:
         stack.enter_context(bpfsys.RunTimeStats())
-        nets = {label: stack.enter_context(TwoPath(*TOPOLOGIES[label])) for label in labels}
+        # the most streams first: a 64k-stream node configured after a 1k-stream node on arrays
+        # was refused per-CPU memory (ENOMEM for 10 s) on kernel 6.18; the other order works
+        nets = {label: stack.enter_context(TwoPath(*TOPOLOGIES[label]))
+                for label in sorted(labels, key=lambda label: -TOPOLOGIES[label][2])}
         programs = {mode: {role: [stack.enter_context(bpfsys.Program(path)) for path in net.programs[role]]
                            for role in ROLES} for mode, net in nets.items()}
         if args.busy:

@@ -5,7 +5,9 @@
  * of `redirect_to` leaves through the port stored there; other frames go to the kernel.
  * plain_copy first sends a copy to the port in `copy_to` (a plain two-path split);
  * plain_drop drops every frame (the second path's copies at the merging switch).
- * xdp_plain_redirect is plain_redirect in XDP; xdp_pass lets every frame up (on a veth whose
+ * xdp_plain_redirect is plain_redirect in XDP; xdp_plain_copy sends one copy of every frame to
+ * each port of `xdp_copy_ports` (one broadcast redirect, as frer_xdp sends a stream's copies);
+ * xdp_plain_drop is plain_drop in XDP; xdp_pass lets every frame up (on a veth whose
  * peer redirects into it in native XDP mode, the receiving end needs an XDP program).
  * spread_ports and unspread_ports spread one UDP flow over many streams and gather it again
  * (the scaling benchmark's and test's talker and listener): see struct spread.
@@ -28,6 +30,14 @@ struct {
 	__type(key, __u32);   /* ingress ifindex */
 	__type(value, __u32); /* ifindex that gets a copy first */
 } copy_to SEC(".maps");
+
+/* the ports xdp_plain_copy sends a copy to (ifindex -> ifindex) */
+struct {
+	__uint(type, BPF_MAP_TYPE_DEVMAP_HASH);
+	__uint(max_entries, 8);
+	__type(key, __u32);
+	__type(value, __u32);
+} xdp_copy_ports SEC(".maps");
 
 static __always_inline int forward(struct __sk_buff *skb)
 {
@@ -67,6 +77,18 @@ int xdp_plain_redirect(struct xdp_md *ctx)
 	__u32 *out = bpf_map_lookup_elem(&redirect_to, &in);
 
 	return out ? bpf_redirect(*out, 0) : XDP_PASS;
+}
+
+SEC("xdp")
+int xdp_plain_copy(struct xdp_md *ctx)
+{
+	return bpf_redirect_map(&xdp_copy_ports, 0, BPF_F_BROADCAST | XDP_DROP);
+}
+
+SEC("xdp")
+int xdp_plain_drop(struct xdp_md *ctx)
+{
+	return XDP_DROP;
 }
 
 SEC("xdp")

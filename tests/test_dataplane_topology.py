@@ -3,7 +3,9 @@
 listener. frerlab's receiver at the listener must see every frame exactly once, also while
 path a is cut, and sw2's recovery counters must prove the elimination; the plain-redirect
 baseline on path a alone loses what is sent during the same cut, and the plain two-path
-baseline (the benchmark's "plain-dual") carries every frame on both paths and delivers it once."""
+baselines (the benchmark's "plain-dual", tc and XDP) carry every frame on both paths and
+deliver it once. Nodes loaded with room for more streams than arrays hold run on hash maps
+and deliver alike."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import pytest
 
 from conftest import NEEDS_BPF
 
+from frerlab.dataplane.node import ARRAY_STREAMS
 from frerlab.dataplane.twopath import TwoPath
 
 pytestmark = NEEDS_BPF
@@ -74,8 +77,20 @@ def test_plain_baseline_loses_what_is_sent_during_a_cut():
     assert stream["lost"] > 1000, "about 3000 frames were sent into the cut path"
 
 
-def test_plain_dual_baseline_carries_both_paths_and_delivers_once():
-    with TwoPath("plain-dual") as net:
+@pytest.mark.parametrize("mode", ["frer", "xdp-frer"])
+def test_frer_on_hash_maps_delivers_each_frame_once(mode):
+    with TwoPath(mode, room=ARRAY_STREAMS + 1) as net:
+        kinds = {node.maps["rcvy"].kind for node in (net.sw1, net.sw2)}
+        stream = stream_through(net, 3000)
+        counters = net.sw2.recovery_counters(0)
+    assert kinds == {"hash"}
+    assert (stream["expected"], stream["unique"], stream["lost"], stream["duplicates"]) == (3000, 3000, 0, 0)
+    assert counters["discarded_packets"] == counters["passed_packets"] >= 3000
+
+
+@pytest.mark.parametrize("mode", ["plain-dual", "xdp-plain-dual"])
+def test_plain_dual_baseline_carries_both_paths_and_delivers_once(mode):
+    with TwoPath(mode) as net:
         stream = stream_through(net, 3000)
         rx = {path: json.loads(subprocess.run(
             ["ip", "-n", net.ns["sw2"], "-j", "-s", "link", "show", "dev", path],

@@ -46,8 +46,11 @@ MAP_SIZES = {  # map name: (key size, value size), as in bpf/frer_common.h
 #: streams' entries (about 5.5 MiB with 2 CPUs, mostly recovery instances); one with more in
 #: frer.o's hash maps, allocated as entries are written, up to layout.MAX_STREAMS streams.
 ARRAY_STREAMS = 1024
-#: Attempts at a map update refused for want of a free element right now (ENOMEM), 1 ms apart.
-ENOMEM_RETRIES = 1000
+#: How long a map update refused for want of a free per-CPU element (ENOMEM) is retried, with
+#: pauses from 1 ms doubling up to 64 ms: the kernel refills its element cache, and populates
+#: per-CPU memory, in the background (a 64k-stream node once needed more than the 1 s allowed
+#: before, on a busy machine).
+ENOMEM_PATIENCE_S = 10.0
 #: Per-CPU counter maps: name -> layout of one CPU's value.
 PERCPU_MAPS = {"port_stats": layout.PORT_STATS, "stream_port_stats": layout.STREAM_PORT_STATS}
 
@@ -238,24 +241,28 @@ class Node:
 
     def _stream_port_stats(self, plan: NodePlan) -> None:
         """A zero stream_port_stats entry for every port a stream is identified on or copied
-        to. The program makes a missing one on the pair's first frame, but making an entry
-        allocates per-CPU memory, microseconds per frame while 64k streams see their first."""
+        to, where the map is a hash (arrays have every entry). The program makes a missing one
+        on the pair's first frame, but making an entry allocates per-CPU memory, microseconds
+        per frame while 64k streams see their first."""
+        stats = self.maps["stream_port_stats"]
+        if stats.kind != "percpu_hash":
+            return
         pairs = {(i.stream, p) for i in plan.identities for p in range(len(plan.ports)) if i.port_mask >> p & 1}
         pairs |= {(stream, o.index) for stream, (_, outputs) in enumerate(plan.streams) for o in outputs
                   if o.port != LOCAL}
-        stats, zero = self.maps["stream_port_stats"], bytes(self.maps["stream_port_stats"].value_size)
+        zero = bytes(stats.value_size)
         for stream, port in sorted(pairs):
             key = layout.key(stream * layout.MAX_PORTS + port)
-            # the kernel hands out per-CPU elements from a cache it refills in the background:
-            # a fast series of updates can find it empty for a moment (ENOMEM)
-            for attempt in range(ENOMEM_RETRIES):
+            deadline, pause = time.monotonic() + ENOMEM_PATIENCE_S, 0.001
+            while True:
                 try:
                     stats.update(key, zero)
                     break
                 except bpfsys.BpfError as err:
-                    if err.errno != errno.ENOMEM or attempt + 1 == ENOMEM_RETRIES:
+                    if err.errno != errno.ENOMEM or time.monotonic() > deadline:
                         raise
-                    time.sleep(0.001)
+                    time.sleep(pause)
+                    pause = min(2 * pause, 0.064)
 
     def _xdp_copies(self, ifindexes: list[int]) -> int:
         """With XDP, the entry of xdp_copies for a stream with several outputs (0 otherwise): a

@@ -5,8 +5,10 @@ plane: talker (198.18.0.1) - sw1 - paths a and b - sw2 - listener (198.18.0.2), 
 mode "frer": sw1 numbers and replicates onto both paths, sw2 eliminates and removes the R-TAG
 (frerlab's eBPF data plane). The baselines are plain tc redirects with no FRER
 (bpf/redirect.c): "plain" uses path a only; "plain-dual" moves as many frames as "frer" (sw1
-copies every frame onto both paths, sw2 forwards path a's and drops path b's). "xdp-frer" and
-"xdp-plain" are "frer" and "plain" in native XDP (bpf/frer_xdp.c, xdp_plain_redirect); the
+copies every frame onto both paths, sw2 forwards path a's and drops path b's). "xdp-frer",
+"xdp-plain" and "xdp-plain-dual" are "frer", "plain" and "plain-dual" in native XDP
+(bpf/frer_xdp.c; xdp_plain_redirect, and xdp_plain_copy's one broadcast redirect onto both
+paths as frer_xdp sends a stream's copies); the
 listener's port then runs xdp_pass, because a frame redirected into a veth in native mode is
 delivered only to a peer with an XDP program, and the talker computes its checksums (tx
 offload off), because a redirected XDP frame has no skb to carry a partial checksum.
@@ -16,7 +18,9 @@ With `streams` > 1 the talker's flow is spread over that many streams by its UDP
 streams, `stream_ports`) and gathered again at the listener (unspread_ports on its ingress), in
 every mode alike; "frer" and "xdp-frer" then identify each stream by its ports (IP stream
 identification, compiled from a generated configuration), number it at sw1 and recover it at
-sw2 on its own, so the state of every stream is touched in turn. The full
+sw2 on its own, so the state of every stream is touched in turn. `room` loads the FRER nodes
+for more streams than they carry (frerlab.dataplane.node.map_shapes: past 1,024, hash maps
+instead of arrays), to measure what the maps cost alone. The full
 testbed (shaping, impairments, both directions, `frerlab testbed`) is issue 4; this is the
 data plane's own harness.
 """
@@ -34,7 +38,7 @@ from frerlab.dataplane import bpfsys, layout
 from frerlab.dataplane.bpfsys import add_clsact, attach_ingress, attach_tc, attach_xdp, detach, ifindex
 from frerlab.dataplane.config import NodeConfig, parse_config
 from frerlab.dataplane.node import Node
-from frerlab.netns import Namespaces, ip, link_info
+from frerlab.netns import Namespaces, entered, ip, link_info
 from frerlab.traffic.across import stream_across
 
 REDIRECT_OBJECT = Path(__file__).resolve().parents[3] / "bpf" / "build" / "redirect.o"
@@ -45,7 +49,7 @@ LISTENER_IP = "198.18.0.2"
 #: MTU of the path links: room for an R-TAG (6 bytes) on a full-size frame.
 PATH_MTU = 1506
 _ids = itertools.count()
-MODES = ("frer", "plain", "plain-dual", "xdp-frer", "xdp-plain")
+MODES = ("frer", "plain", "plain-dual", "xdp-frer", "xdp-plain", "xdp-plain-dual")
 #: bpf/redirect.c struct spread: n, next, sport, dport, restore, pad.
 SPREAD = struct.Struct("<IIHHHH")
 #: The first source and destination ports of the spread streams; the receiver's port.
@@ -78,12 +82,15 @@ def spread_configs(streams: int, history_length: int, name: str) -> tuple[NodeCo
 class TwoPath:
     """The topology; `with TwoPath("frer") as net:` builds it, leaving removes everything."""
 
-    def __init__(self, mode: str, history_length: int = 32, streams: int = 1) -> None:
+    def __init__(self, mode: str, history_length: int = 32, streams: int = 1, room: int | None = None) -> None:
         if mode not in MODES:
             raise ValueError(f"mode {mode!r} is not valid ({', '.join(MODES)})")
         if not 1 <= streams <= layout.MAX_STREAMS:
             raise ValueError(f"streams {streams} is out of range (1..={layout.MAX_STREAMS})")
-        self.mode, self.history_length, self.streams = mode, history_length, streams
+        room = streams if room is None else room
+        if not streams <= room <= layout.MAX_STREAMS:
+            raise ValueError(f"room {room} is out of range ({streams}..={layout.MAX_STREAMS}: at least the streams)")
+        self.mode, self.history_length, self.streams, self.room = mode, history_length, streams, room
         self.net = Namespaces(f"frd{os.getpid()}x{next(_ids)}")
         self.prefix, self.ns = self.net.prefix, self.net.ns
         self.sw1: Node | None = None
@@ -123,9 +130,9 @@ class TwoPath:
             self._spread()
         if self.mode in ("frer", "xdp-frer"):
             self.sw1 = Node(f"{self.prefix}-sw1", self.ns["sw1"], ["up", "pa", "pb"], xdp=xdp,
-                            streams=self.streams).__enter__()
+                            streams=self.room).__enter__()
             self.sw2 = Node(f"{self.prefix}-sw2", self.ns["sw2"], ["pa", "pb", "down"], xdp=xdp,
-                            streams=self.streams).__enter__()
+                            streams=self.room).__enter__()
             if self.streams > 1:
                 sw1, sw2 = spread_configs(self.streams, self.history_length, self.prefix)
                 self.sw1.apply(sw1.plan)
@@ -140,11 +147,14 @@ class TwoPath:
         elif self.mode == "xdp-plain":
             self._plain("sw1", {"up": ("xdp_plain_redirect", "pa")}, xdp=True)
             self._plain("sw2", {"pa": ("xdp_plain_redirect", "down")}, xdp=True)
+        elif self.mode == "xdp-plain-dual":
+            self._plain("sw1", {"up": ("xdp_plain_copy", None)}, copy={"up": ["pa", "pb"]}, xdp=True)
+            self._plain("sw2", {"pa": ("xdp_plain_redirect", "down"), "pb": ("xdp_plain_drop", None)}, xdp=True)
         elif self.mode == "plain":
             self._plain("sw1", {"up": ("plain_redirect", "pa")})
             self._plain("sw2", {"pa": ("plain_redirect", "down")})
         else:
-            self._plain("sw1", {"up": ("plain_copy", "pb")}, copy={"up": "pa"})
+            self._plain("sw1", {"up": ("plain_copy", "pb")}, copy={"up": ["pa"]})
             self._plain("sw2", {"pa": ("plain_redirect", "down"), "pb": ("plain_drop", None)})
 
     def _spread(self) -> None:
@@ -163,21 +173,30 @@ class TwoPath:
             attach_tc(netns, port, pin_dir / program, hook)
 
     def _plain(self, role: str, ports: dict[str, tuple[str, str | None]],
-               copy: dict[str, str] | None = None, xdp: bool = False) -> None:
+               copy: dict[str, list[str]] | None = None, xdp: bool = False) -> None:
         """Loads bpf/redirect.o for `role`; `ports` maps each input port to (program, output
-        port), `copy` an input port to the port that gets a copy first; `xdp`: the programs are
-        XDP ones, attached native."""
+        port), `copy` an input port to the ports that get a copy (tc: the one that gets it
+        before the redirect; XDP: every port of the broadcast); `xdp`: the programs are XDP
+        ones, attached native."""
         netns = self.ns[role]
         pin_dir = bpfsys.BPFFS / f"{self.prefix}-{role}"
         bpfsys.load_and_pin(REDIRECT_OBJECT, pin_dir)
         self._plain_pins.append(pin_dir)
         with bpfsys.Map(pin_dir / "maps" / "redirect_to", 4, 4) as redirect_to, \
-                bpfsys.Map(pin_dir / "maps" / "copy_to", 4, 4) as copy_to:
+                bpfsys.Map(pin_dir / "maps" / "copy_to", 4, 4) as copy_to, \
+                bpfsys.Map(pin_dir / "maps" / "xdp_copy_ports", 4, 4) as copy_ports:
             for port_in, (_, port_out) in ports.items():
                 if port_out:
                     redirect_to.update(layout.key(ifindex(netns, port_in)), layout.key(ifindex(netns, port_out)))
-            for port_in, port_copy in (copy or {}).items():
-                copy_to.update(layout.key(ifindex(netns, port_in)), layout.key(ifindex(netns, port_copy)))
+            for port_in, copies in (copy or {}).items():
+                if not xdp:
+                    (port_copy,) = copies
+                    copy_to.update(layout.key(ifindex(netns, port_in)), layout.key(ifindex(netns, port_copy)))
+                    continue
+                # a device map takes its devices from the updating thread's namespace
+                with entered(netns):
+                    for port_copy in copies:
+                        copy_ports.update(layout.key(ifindex(netns, port_copy)), layout.key(ifindex(netns, port_copy)))
         for port_in, (program, _) in ports.items():
             self._plain_ports.append((netns, port_in))
             if xdp:
