@@ -235,6 +235,43 @@ def test_an_interrupted_campaign_is_consistent_and_resume_completes_it_without_r
                                                                    for p in out.rglob("result.json"))
 
 
+TWO_STEPS = """
+name: two-steps
+system: {modes: [control], rate: 20Mbps}
+steps:
+  - kind: tcp
+    durations_s: [1]
+  - kind: loss_vs_load
+    frame_sizes: [512]
+    loads: [10, 20]
+    trial_s: 0.5
+"""
+
+
+def test_steps_runs_only_those_steps_and_resume_adds_the_others(tmp_path):
+    campaign = tmp_path / "c.yaml"
+    campaign.write_text(TWO_STEPS)
+    out = tmp_path / "out"
+    refused = subprocess.run([*CLI, "bench", "run", str(campaign), "--out", str(out), "--steps", "latency"],
+                             capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2
+    assert "--steps latency: campaign 'two-steps' has no step of that kind (its steps: tcp, loss_vs_load)" in refused.stderr
+    part = subprocess.run([*CLI, "bench", "run", str(campaign), "--out", str(out), "--steps", "loss_vs_load"],
+                          capture_output=True, text=True, timeout=300)
+    assert part.returncode == 0, part.stderr[-2000:]
+    kinds = lambda: sorted(json.loads(p.read_text())["unit"]["kind"] for p in out.rglob("result.json"))  # noqa: E731
+    assert kinds() == ["loss_vs_load", "loss_vs_load"]
+    loss_results = {p: p.read_text() for p in out.rglob("result.json")}
+    assert json.loads((out / "metadata.json").read_text())["runs"][-1]["ended"] == "partial"
+    rest = subprocess.run([*CLI, "bench", "run", str(campaign), "--out", str(out), "--resume"],
+                          capture_output=True, text=True, timeout=300)
+    assert rest.returncode == 0, rest.stderr[-2000:]
+    assert "resuming: 2 of 3 units done already" in rest.stderr
+    assert kinds() == ["loss_vs_load", "loss_vs_load", "tcp"]
+    assert all(p.read_text() == text for p, text in loss_results.items())
+    assert [r["ended"] for r in json.loads((out / "metadata.json").read_text())["runs"]] == ["partial", "complete"]
+
+
 def test_a_campaigns_path_impairment_loses_the_talkers_frames_on_that_path(tmp_path):
     # 20 % Bernoulli loss on path a's talker-to-listener direction: the control network's one
     # path, so about a fifth of the stream is lost (over ~960 frames the binomial's standard

@@ -491,6 +491,19 @@ def plan(campaign: Campaign) -> list[Unit]:
     return units
 
 
+def select_steps(campaign: Campaign, units: list[Unit], kinds: list[str] | None) -> list[Unit]:
+    """The units of the steps of the given kinds (all for None), in plan order; UsageError
+    naming a kind the campaign has no step of, and the kinds it has."""
+    if kinds is None:
+        return units
+    present = list(dict.fromkeys(step.kind for step in campaign.steps))
+    unknown = [kind for kind in kinds if kind not in present]
+    if unknown:
+        raise UsageError(f"--steps {','.join(unknown)}: campaign {campaign.name!r} has no step of that kind "
+                         f"(its steps: {', '.join(present)})")
+    return [u for u in units if u.kind in kinds]
+
+
 def total_estimate_s(campaign: Campaign, units: list[Unit]) -> float:
     """Estimated wall time of `units`, testbed set-up included."""
     modes = {u.mode for u in units}

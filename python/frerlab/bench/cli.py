@@ -1,4 +1,4 @@
-"""`frerlab bench run CAMPAIGN.yaml [--out DIR] [--resume] [--dry-run]`: a benchmark campaign
+"""`frerlab bench run CAMPAIGN.yaml [--out DIR] [--resume] [--steps KIND,...] [--dry-run]`: a benchmark campaign
 (docs/benchmarks.md) run unattended on a testbed or real hosts, into a results directory;
 `frerlab bench show DIR`: its summary printed again."""
 
@@ -10,7 +10,7 @@ import signal
 import time
 from pathlib import Path
 
-from frerlab.bench.campaign import HostsSystem, plan, plan_text, read_campaign
+from frerlab.bench.campaign import HostsSystem, plan, plan_text, read_campaign, select_steps
 from frerlab.errors import EXIT_INTERRUPTED, UsageError
 
 EPILOG = """examples:
@@ -20,6 +20,9 @@ EPILOG = """examples:
   frerlab bench run campaigns/quick.yaml --out r1         ... into r1/
   frerlab bench run campaigns/quick.yaml --out r1 --resume
                                                           complete an interrupted run
+  frerlab bench run campaigns/seed-methodology.yaml --out r2 --steps tcp,latency
+                                                          only those steps (both modes, one machine);
+                                                          the rest later with --resume
   frerlab bench show r1                                   its summary again: statistics, flags, FRER vs control
 """
 
@@ -35,6 +38,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--out", type=Path, help="results directory (default results/NAME-DATE-TIME)")
     run.add_argument("--resume", action="store_true", help="complete the results in --out, skipping finished units")
     run.add_argument("--dry-run", action="store_true", help="print the plan and its estimated duration; run nothing")
+    run.add_argument("--steps", type=lambda text: text.split(","), metavar="KIND,...",
+                     help="only the campaign's steps of these kinds (e.g. tcp,latency), every mode of "
+                          "each; the others stay for a later --resume")
     run.set_defaults(func=_run)
     show = verbs.add_parser("show", help="print a results directory's summary: statistics, flags, FRER vs control")
     show.add_argument("results", type=Path, help="a results directory (bench run, or import --results)")
@@ -44,8 +50,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     campaign, text = read_campaign(args.campaign)
+    units = select_steps(campaign, plan(campaign), args.steps)
     if args.dry_run:
-        print(plan_text(campaign, plan(campaign)))
+        print(plan_text(campaign, units))
         if isinstance(campaign.system, HostsSystem):
             print(hosts_note(campaign.system))
         return 0
@@ -55,7 +62,7 @@ def _run(args: argparse.Namespace) -> int:
     from frerlab.bench.run import run_campaign, summary_lines  # the testbed's; a dry run needs none
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
-        summary = run_campaign(campaign, text, out, resume=args.resume)
+        summary = run_campaign(campaign, text, out, resume=args.resume, steps=args.steps)
     except KeyboardInterrupt:
         print(f"frerlab: interrupted; finished units are in {out}: `frerlab bench run {args.campaign} "
               f"--out {out} --resume` completes them")

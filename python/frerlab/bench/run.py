@@ -21,7 +21,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from frerlab.bench.campaign import Campaign, HostsSystem, Unit, plan, point_label
+from frerlab.bench.campaign import Campaign, HostsSystem, Unit, plan, point_label, select_steps
 from frerlab.bench.results import ResultsDir
 from frerlab.bench.search import GeneratorShortfall
 from frerlab.bench.steps import Context, result, runners
@@ -51,13 +51,15 @@ def campaign_testbed(out: Path) -> str:
 
 
 def run_campaign(campaign: Campaign, text: str, out: Path, resume: bool = False,
-                 console: Console | None = None) -> dict:
-    """Runs (or completes) the campaign into `out`; returns the summary."""
+                 console: Console | None = None, steps: list[str] | None = None) -> dict:
+    """Runs (or completes) the campaign into `out`, only the steps of the kinds in `steps` if
+    given (the rest stay for a later resume: the run ends "partial"); returns the summary."""
     console = console or Console(stderr=True)
+    units = plan(campaign)
+    selected = select_steps(campaign, units, steps)
     results = ResultsDir(out, campaign, text)
     done = set(results.open(resume))
-    units = plan(campaign)
-    todo = [u for u in units if u.id not in done]
+    todo = [u for u in selected if u.id not in done]
     if done:
         console.print(f"resuming: {len(done)} of {len(units)} units done already")
     started, ended = time.time(), "failed"
@@ -68,8 +70,8 @@ def run_campaign(campaign: Campaign, text: str, out: Path, resume: bool = False,
                TextColumn("ETA"), TimeRemainingColumn())
     try:
         with Progress(*columns, console=console, transient=True) as bar:
-            task = bar.add_task(campaign.name, total=sum(u.estimate_s for u in units),
-                                completed=sum(u.estimate_s for u in units if u.id in done))
+            task = bar.add_task(campaign.name, total=sum(u.estimate_s for u in selected),
+                                completed=sum(u.estimate_s for u in selected if u.id in done))
             for mode in dict.fromkeys(u.mode for u in todo):
                 with _target(campaign, mode, name, results) as target:
                     for unit in (u for u in todo if u.mode == mode):
@@ -86,7 +88,7 @@ def run_campaign(campaign: Campaign, text: str, out: Path, resume: bool = False,
                         results.finish_unit(unit, outcome)
                         bar.console.print(unit_line(unit, outcome), soft_wrap=True, highlight=False)
                         bar.advance(task, unit.estimate_s)
-        ended = "complete"
+        ended = "complete" if len(done) + len(todo) == len(units) else "partial"
     except KeyboardInterrupt:
         ended = "interrupted"
         raise

@@ -48,8 +48,8 @@ MAP_SIZES = {  # map name: (key size, value size), as in bpf/frer_common.h
 ARRAY_STREAMS = 1024
 #: How long a map update refused for want of a free per-CPU element (ENOMEM) is retried, with
 #: pauses from 1 ms doubling up to 64 ms: the kernel refills its element cache, and populates
-#: per-CPU memory, in the background (a 64k-stream node once needed more than the 1 s allowed
-#: before, on a busy machine).
+#: per-CPU memory, in the background. (A 64k-stream node built after a 1k-stream node on
+#: arrays was refused for all 10 s on kernel 6.18: docs/PERFORMANCE.md.)
 ENOMEM_PATIENCE_S = 10.0
 #: Per-CPU counter maps: name -> layout of one CPU's value.
 PERCPU_MAPS = {"port_stats": layout.PORT_STATS, "stream_port_stats": layout.STREAM_PORT_STATS}
