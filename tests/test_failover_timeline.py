@@ -105,20 +105,28 @@ def test_frer_timeline_each_path_empty_in_its_cut_and_the_stream_never_stops(fre
         assert sum(s) == paths[path]["delivered"] - result["end_probes_sent"], \
             "the path's capture = the data frames it delivered to sw2 (its counters)"
     assert sum(series["path_a"]) + sum(series["path_b"]) > sum(series["after_elimination"]), "both carried copies"
-    # After elimination is never empty for a ms between the first and the last data frame, but
-    # where the talker itself paused (2 shared cores: the generator falls behind now and then and
-    # catches up). Per frame from the raw captures: no frame took a ms from talker to listener,
-    # so with T the longest transit, an empty bin k means the talker sent nothing in [k, k+1-T).
+    # After elimination is never empty between the first and the last data frame, but where
+    # the talker itself paused (2 shared cores: the generator falls behind now and then and
+    # catches up). Per frame from the raw captures, with T the longest transit from talker to
+    # listener: a run of empty ms bins [a, b) means the talker sent nothing in [a, b - T), since
+    # such a frame would have arrived inside the run. T is far below a cut (a frame held back
+    # by a cut would take hundreds of ms); on a slow machine it can pass 1 ms.
     sent_at, arrived = first_times(tmp_path / "talker.pcap"), first_times(tmp_path / "listener.pcap")
     assert sent_at.keys() == arrived.keys()
     longest = max(arrived[seq] - sent_at[seq] for seq in sent_at)
-    assert longest < 1_000_000, f"a frame took {longest} ns from talker to listener: held back by a cut?"
+    assert longest < 10_000_000, f"a frame took {longest} ns from talker to listener: held back by a cut?"
     after, start = series["after_elimination"], tl["start_ns"]
     last = max(k for k, n in enumerate(after) if n)
     empty = [k for k in range(last) if after[k] == 0]
-    sent_in_empty = [(k, (t - start) / 1e6) for t in sent_at.values() for k in empty
-                     if start + k * 1_000_000 <= t < start + (k + 1) * 1_000_000 - longest]
-    assert sent_in_empty == [], f"after elimination was empty in a ms the talker sent in (longest transit {longest} ns)"
+    runs: list[list[int]] = []  # the maximal runs [a, b) of empty bins
+    for k in empty:
+        if runs and runs[-1][1] == k:
+            runs[-1][1] = k + 1
+        else:
+            runs.append([k, k + 1])
+    sent_in_empty = [((a, b), (t - start) / 1e6) for t in sent_at.values() for a, b in runs
+                     if start + a * 1_000_000 <= t < start + b * 1_000_000 - longest]
+    assert sent_in_empty == [], f"after elimination was empty while the talker sent (longest transit {longest} ns)"
     assert len(empty) < 0.02 * last, f"the talker paused in {len(empty)} of {last} ms"
 
 
