@@ -3,16 +3,18 @@ dry run, the validity flags of a trial, and the summary's statistics and compari
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import subprocess
 import sys
 
 import pytest
+import yaml
 
 from conftest import ROOT
 from frerlab.bench import stats
-from frerlab.bench.campaign import TRIAL_OVERHEAD_S, parse_campaign, plan, plan_text, read_campaign
+from frerlab.bench.campaign import TRIAL_OVERHEAD_S, Campaign, fingerprint, parse_campaign, plan, plan_text, read_campaign
 from frerlab.bench.results import summarize, summary_csv
 from frerlab.bench.search import GeneratorShortfall, TrialResult, binary_search
 from frerlab.bench.trial import TrialOutcome, flags
@@ -100,6 +102,21 @@ def test_the_methodology_experiment_runs_the_seeds_two_procedures_on_one_network
         ("binary", 10, 30, 1e-5)
     assert (sweep.kind, sweep.frame_size, sweep.repetitions) == ("threshold_sweep", 1518, 3)
     assert {p.trial_s for p in (sweep.coarse, sweep.fine, sweep.verify, sweep.ultra_fine)} == {5}
+
+
+def test_the_fingerprint_is_the_meaning_not_the_writing_and_ignores_defaults():
+    data = yaml.safe_load((ROOT / "campaigns" / "quick.yaml").read_text())
+    base = fingerprint(parse_campaign(data))
+    spelled_out = copy.deepcopy(data)
+    spelled_out["steps"][0]["repetitions"] = 2  # as before
+    spelled_out["system"]["replicate_at"] = "sw1"  # the default, written out
+    assert fingerprint(parse_campaign(spelled_out)) == base
+    changed = copy.deepcopy(data)
+    changed["steps"][0]["durations_s"] = [3]
+    assert fingerprint(parse_campaign(changed)) != base
+    # a later schema with one more field (at its default) reads the same file the same
+    later = type("LaterCampaign", (Campaign,), {"__annotations__": {"new_knob": int}, "new_knob": 0})
+    assert fingerprint(later.model_validate(data)) == base
 
 
 def test_dry_run_prints_the_plan_and_its_duration_and_runs_nothing():

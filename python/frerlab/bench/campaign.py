@@ -525,8 +525,11 @@ def read_campaign(path: str | Path) -> tuple[Campaign, str]:
 
 
 def fingerprint(campaign: Campaign) -> str:
-    """A hash of what the campaign means (not how its file is written)."""
-    return hashlib.sha256(json.dumps(campaign.model_dump(mode="json"), sort_keys=True).encode()).hexdigest()[:16]
+    """A hash of what the campaign means (not how its file is written): the values that differ
+    from their defaults, so a field added to the schema later, with a default, leaves the
+    fingerprint of an older campaign as it was and its results can still be resumed."""
+    meaning = campaign.model_dump(mode="json", exclude_defaults=True)
+    return hashlib.sha256(json.dumps(meaning, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def duration_text(seconds: float) -> str:
