@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import needs_netns
+from frerlab.bench.trial import CPU_SATURATED
 from frerlab.traffic.netpair import NetPair
 from frerlab.traffic.tools.base import wait_for_udp_port
 
@@ -52,6 +53,11 @@ def test_a_modest_constant_rate_is_met_with_even_gaps_on_both_sides(pair, tmp_pa
     gaps = send["gaps"]
     assert (gaps["count"], gaps["nominal"], gaps["nominal_ns"]) == (9999, "requested_rate", nominal)
     assert send["timestamps"]["gaps"] == "software" and send["tx_stamps"] == 10000
+    # it spins to each frame's due time; that is pacing, not load: not counted as CPU use
+    cpu = send["cpu"]
+    assert 0 < send["spin_s"] == cpu["spin_s"] <= cpu["cpu_s"] + 0.05
+    assert cpu["utilization"] == pytest.approx((cpu["cpu_s"] - cpu["spin_s"]) / cpu["wall_s"])
+    assert cpu["utilization"] < CPU_SATURATED, "a 5 k frames/s sender is not a saturated one"
     assert gaps["p50_ns"] == pytest.approx(nominal, rel=0.10)
     assert gaps["p1_ns"] <= gaps["p50_ns"] <= gaps["p99_ns"]
     # not bursting by the tool's own measure (10 %: frerlab.traffic.cli); on a 2-core VM a

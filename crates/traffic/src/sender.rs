@@ -211,6 +211,9 @@ pub struct SenderReport {
     pub unsent_due: u64,
     /// Largest delay of a frame behind its due time (ns).
     pub max_lag_ns: u64,
+    /// Seconds spent spinning to frames' due times (every sending thread's): CPU time that is
+    /// pacing, not work (see `WakeMargin`).
+    pub spin_s: f64,
     /// Times the kernel refused a batch for lack of buffer space (retried).
     pub kernel_refusals: u64,
     /// ICMP port-unreachable reports (UDP mode: nothing listened at the destination port for
@@ -304,6 +307,7 @@ pub struct Sender {
     end_probes_sent: u64,
     max_lag_ns: u64,
     wake_margin: WakeMargin,
+    spin_ns: u64,
     kernel_refusals: u64,
     port_unreachable: u64,
     unsent_due: u64,
@@ -478,6 +482,7 @@ impl Sender {
             end_probes_sent: 0,
             max_lag_ns: 0,
             wake_margin: WakeMargin::default(),
+            spin_ns: 0,
             kernel_refusals: 0,
             port_unreachable: 0,
             unsent_due: 0,
@@ -616,7 +621,8 @@ impl Sender {
                 return Ok(false);
             }
             if self.next_due_ns > now {
-                self.wake_margin
+                self.spin_ns += self
+                    .wake_margin
                     .wait_until(self.start_ns + self.next_due_ns.min(now + (step_end - now_abs)));
                 continue;
             }
@@ -822,6 +828,7 @@ impl Sender {
             achieved_l2_bps: achieved_fps * size.l2_bits() as f64,
             unsent_due,
             max_lag_ns,
+            spin_s: lanes.iter().map(|l| l.spin_ns).sum::<u64>() as f64 / 1e9,
             kernel_refusals: lanes.iter().map(|l| l.kernel_refusals).sum(),
             port_unreachable: self.port_unreachable,
             shortfall: shortfall_reason.is_some(),
@@ -982,17 +989,21 @@ impl WakeMargin {
     const MAX_NS: u64 = 1_000_000;
 
     /// Sleeps until the margin before `target_ns` (CLOCK_MONOTONIC), learns from how late it
-    /// woke, then spins to the target.
-    fn wait_until(&mut self, target_ns: u64) {
+    /// woke, then spins to the target; returns the ns it spun.
+    fn wait_until(&mut self, target_ns: u64) -> u64 {
         let now = sys::monotonic_ns();
         if target_ns > now + self.0 {
             let wake = target_ns - self.0;
             std::thread::sleep(std::time::Duration::from_nanos(wake - now));
             self.learn(sys::monotonic_ns().saturating_sub(wake));
         }
-        while sys::monotonic_ns() < target_ns {
+        let spin_from = sys::monotonic_ns();
+        let mut at = spin_from;
+        while at < target_ns {
             std::hint::spin_loop();
+            at = sys::monotonic_ns();
         }
+        at - spin_from
     }
 
     /// A wake-up `late_ns` after the planned time: one later than the margin allows widens it

@@ -11,8 +11,9 @@ missing):
   Invalid.
 - `receiver_socket_drops`: the listener's socket overflowed: lost after the DUT. Invalid.
 - `sender_cpu_saturated` / `receiver_cpu_saturated`: a generator process kept a core busy
-  (at least CPU_SATURATED of its wall time); `host_cpu_saturated`: all cores were (from
-  /proc/stat over the trial). Warnings: the numbers may be the hosts', not the DUT's.
+  (at least CPU_SATURATED of its wall time, not counting the sender's spinning to its frames'
+  due times, which is pacing); `host_cpu_saturated`: all cores were (from /proc/stat over the
+  trial, the same spinning not counted). Warnings: the numbers may be the hosts', not the DUT's.
 
 A trial spoiled only by a passing fault of the tester itself (the generator fell behind its
 schedule but still sent every offered frame, or the listener's socket overflowed) is run
@@ -30,6 +31,7 @@ written by the tools into the trial's directory before anything is derived from 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -112,6 +114,13 @@ def cpu_busy() -> tuple[int, int]:
     return sum(fields) - idle, sum(fields)
 
 
+def host_busy(before: tuple[int, int], after: tuple[int, int], spin_s: float) -> float:
+    """The share of all CPUs' time that was busy between two cpu_busy() readings, without the
+    sender's spinning to its frames' due times (pacing, not load)."""
+    spin = spin_s * os.sysconf("SC_CLK_TCK")
+    return max(after[0] - before[0] - spin, 0) / max(1, after[1] - before[1])
+
+
 def generator_trial(target: Target, frame_size: int, rate_fps: float, duration_s: float, out_dir: Path,
                     send_tolerance: float = 0.001, burst: int | None = None,
                     bin_frames: int | None = None, attempts: int = ATTEMPTS) -> TrialOutcome:
@@ -157,7 +166,7 @@ def _attempt(target: Target, frame_size: int, rate_fps: float, duration_s: float
         latency_ns=stream.get("latency_ns") if stream else None, timestamps=receiver.get("timestamps"),
         drops_by_link={k: after[k] - before[k] for k in after if after[k] != before[k]},
         sender_cpu=sender["cpu"]["utilization"], receiver_cpu=receiver["cpu"]["utilization"],
-        host_cpu=(busy1[0] - busy0[0]) / max(1, busy1[1] - busy0[1]))
+        host_cpu=host_busy(busy0, busy1, sender["cpu"].get("spin_s", 0.0)))
     outcome.flags = flags(outcome, sender, receiver, send_tolerance, target.talker_egress)
     return outcome
 
