@@ -62,6 +62,7 @@ from frerlab.traffic.netpair import NetPair
 from frerlab.files import write_atomic
 from frerlab.traffic.across import stream_across
 from frerlab.traffic.tools import mausezahn
+from frerlab.traffic.record import L1_OVERHEAD
 from frerlab.traffic.tools.base import Background, wait_for_udp_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -245,7 +246,7 @@ PACING_LOADS = (50, 70, 80, 90, 95, 98, 100)
 
 def line_rate_fps(frame: int) -> float:
     """Frames/s of `frame`-byte frames that fill 1 GbE (20 bytes of preamble and gap each)."""
-    return 1e9 / ((frame + 20) * 8)
+    return 1e9 / ((frame + L1_OVERHEAD) * 8)
 
 
 def run_pacing(window: float, rounds: int) -> dict:
@@ -263,17 +264,18 @@ def run_pacing(window: float, rounds: int) -> dict:
                                          src_ip=pair.a_ip, dst_ip=pair.b_ip, dst_mac=pair.mac("b"), port=PORT,
                                          frames_per_s=target)
                 received, dropped = measure_kernel_counted(pair, "mausezahn", argv, window)
-                arrived.setdefault(f"{frame}B {load}%", []).append(received + dropped)
-                delays[f"{frame}B {load}%"] = argv[argv.index("-d") + 1]
+                case = f"{frame}B {load}%"
+                arrived.setdefault(case, []).append(received + dropped)
+                delays[case] = argv[argv.index("-d") + 1]
                 print(f"round {round_index + 1} mausezahn {frame:5d} B {load:3d} % target {target:12,.0f}/s "
-                      f"-d {delays[f'{frame}B {load}%']:>3s}  arrived {received + dropped:12,.0f}/s", file=sys.stderr)
+                      f"-d {delays[case]:>3s}  arrived {received + dropped:12,.0f}/s", file=sys.stderr)
     rows = []
     print(f"mausezahn paced with -d (whole microseconds) across a veth pair, frames/s arriving, median of {rounds} "
           f"interleaved {window:g} s trials:")
     for frame, load in cases:
         target = load / 100 * line_rate_fps(frame)
-        delay = float(delays[f"{frame}B {load}%"])
-        achieved = statistics.median(arrived[f"{frame}B {load}%"])
+        case = f"{frame}B {load}%"
+        delay, achieved = float(delays[case]), statistics.median(arrived[case])
         row = {"frame_size": frame, "load_percent": load, "target_fps": target, "delay_us": delay,
                "achieved_fps": achieved, "achieved_over_target": achieved / target,
                "share_of_line_rate": achieved / line_rate_fps(frame), "achieved_l2_mbps": achieved * frame * 8 / 1e6,

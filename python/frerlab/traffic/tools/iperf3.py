@@ -19,6 +19,7 @@ from pathlib import Path
 
 from frerlab.traffic.record import UDP_OVERHEAD, Interval, TrafficRecord, loss_percent
 from frerlab.traffic.tools.base import Background, ParseError, Tool, ToolFailed
+from frerlab.traffic.units import parse_si
 
 TOOL = Tool("iperf3", "iperf3", "iperf3")
 # The one-shot server needs a moment to listen; the client is retried while refused.
@@ -127,7 +128,6 @@ _TEXT_LINE = re.compile(
     r"(?P<rate>[\d.]+)\s+(?P<unit>[KMGT]?)bits/sec(?P<rest>.*?)\s*(?P<side>sender|receiver)?\s*$"
 )
 _UDP_REST = re.compile(r"(?P<jitter>[\d.]+)\s+ms\s+(?P<lost>-?\d+)/(?P<total>\d+)\s+\(")
-_SCALE = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 
 
 def looks_like_text(text: str) -> bool:
@@ -152,12 +152,12 @@ def parse_text(text: str, source: str | None = None) -> list[TrafficRecord]:
     intervals = [
         Interval(start_s=float(m["start"]), duration_s=float(m["end"]) - float(m["start"]),
                  frames=int(m["rest"]) if udp and m["rest"].strip().isdigit() else None,
-                 payload_bps=float(m["rate"]) * _SCALE[m["unit"]])
+                 payload_bps=parse_si(m["rate"] + m["unit"], "iperf3 rate"))
         for m in lines if not m["side"]
     ]
     warnings = ["iperf3 text output: rates are as printed, to 3 significant digits"]
     seconds = float(received["end"]) - float(received["start"])
-    rate = float(received["rate"]) * _SCALE[received["unit"]]
+    rate = parse_si(received["rate"] + received["unit"], "iperf3 rate")
     if udp is None:
         retransmits = summary["sender"]["rest"].split() if "sender" in summary else []
         if retransmits and retransmits[0].isdigit() and int(retransmits[0]):
@@ -177,8 +177,5 @@ def parse_text(text: str, source: str | None = None) -> list[TrafficRecord]:
 
 
 def parse_file(path: Path) -> list[TrafficRecord]:
-    """Records from an iperf3 file: `--json` output, or the client's text output."""
-    text = Path(path).read_text()
-    if text.lstrip().startswith("{"):
-        return parse(text, source=str(path))
-    return parse_text(text, source=str(path))
+    """Records from an iperf3 JSON file (frerlab.traffic.importer tells the formats apart)."""
+    return parse(Path(path).read_text(), source=str(path))
