@@ -11,6 +11,9 @@ path a's and drops path b's (as many frames and veth hops as FRER: what FRER its
 frer_xdp sends a stream's copies, and xdp_plain_drop).
 "frer-hashmaps" and "xdp-frer-hashmaps": one stream, but the nodes loaded with room for 65,536
 streams, so their per-stream state is in hash maps instead of arrays (what the maps cost).
+"frer-rewrite-b" and "xdp-frer-rewrite-b": sw1 also writes path b's copies' destination MAC (the
+listener's own), so the copies differ per port, as with active stream identification on one
+path; XDP then rewrites each copy as it leaves (frer_xdp_copy, run by the device map).
 "frer-h1024" and "xdp-frer-h1024": "frer" and "xdp-frer" with a history of 1024 instead of 32
 (the vector recovery's window: how its cost scales with the history length).
 Scaling with the number of streams: "frer-1k", "frer-64k", "xdp-frer-1k", "xdp-frer-64k" carry
@@ -52,9 +55,10 @@ from frerlab.dataplane import bpfsys
 from frerlab.dataplane.twopath import MODES, TwoPath
 
 SIZES = (64, 512, 1518)
-#: The topologies measured: label -> TwoPath's (mode, history length, streams[, room]).
+#: The topologies measured: label -> TwoPath's (mode, history length, streams[, room, rewrite_b]).
 TOPOLOGIES = ({mode: (mode, 32, 1) for mode in MODES}
               | {"frer-hashmaps": ("frer", 32, 1, 65536), "xdp-frer-hashmaps": ("xdp-frer", 32, 1, 65536),
+                 "frer-rewrite-b": ("frer", 32, 1, 1, True), "xdp-frer-rewrite-b": ("xdp-frer", 32, 1, 1, True),
                  "frer-h1024": ("frer", 1024, 1), "xdp-frer-h1024": ("xdp-frer", 1024, 1),
                  "plain-spread": ("plain", 32, 65536), "xdp-plain-spread": ("xdp-plain", 32, 65536),
                  "frer-1k": ("frer", 32, 1024), "frer-64k": ("frer", 32, 65536),
@@ -63,6 +67,7 @@ TOPOLOGIES = ({mode: (mode, 32, 1) for mode in MODES}
 COMPARISONS = (("frer", "plain"), ("frer", "plain-dual"), ("xdp-frer", "xdp-plain"), ("xdp-frer", "frer"),
                ("xdp-frer", "xdp-plain-dual"), ("xdp-plain-dual", "xdp-plain"),
                ("frer-hashmaps", "frer"), ("xdp-frer-hashmaps", "xdp-frer"),
+               ("frer-rewrite-b", "frer"), ("xdp-frer-rewrite-b", "xdp-frer"),
                ("frer-h1024", "frer"), ("xdp-frer-h1024", "xdp-frer"),
                ("plain-spread", "plain"), ("xdp-plain-spread", "xdp-plain"),
                ("frer-1k", "plain-spread"), ("frer-64k", "plain-spread"), ("frer-64k", "frer-1k"),
@@ -76,12 +81,13 @@ def throughput(stream: dict) -> float:
     return stream["unique"] / span if span > 0 else 0.0
 
 
-def run_stats(programs: dict[str, list[bpfsys.Program]]) -> dict[str, tuple[int, int]]:
-    """(run_time_ns, run_cnt) summed over the programs of each switch."""
+def run_stats(programs: dict[str, list[bpfsys.Program]]) -> dict[str, tuple[int, int, int]]:
+    """(run_time_ns, run_cnt) summed over the programs of each switch, and the run_cnt of its
+    first program (the one every frame entering it meets)."""
     out = {}
     for role, progs in programs.items():
         pairs = [p.run_stats() for p in progs]
-        out[role] = (sum(ns for ns, _ in pairs), sum(cnt for _, cnt in pairs))
+        out[role] = (sum(ns for ns, _ in pairs), sum(cnt for _, cnt in pairs), pairs[0][1])
     return out
 
 
@@ -128,6 +134,7 @@ def measure(args: argparse.Namespace) -> list[dict]:
                     after = run_stats(programs[mode])
                     raw.append({"round": round_no, "load1": load, "kind": "throughput", "mode": mode,
                                 "size": size, "pps": throughput(stream), "stream": stream,
+                                "frames_in": after["sw1"][2] - before["sw1"][2],
                                 "bpf": {role: {"run_time_ns": after[role][0] - before[role][0],
                                                "run_cnt": after[role][1] - before[role][1]} for role in ROLES}})
             for size in args.sizes if args.latency else ():
@@ -165,9 +172,9 @@ def report(raw: list[dict], rounds: int, labels: list[str], sizes: list[int]) ->
             cells = []
             for role in ROLES:
                 per_run = [r["bpf"][role]["run_time_ns"] / r["bpf"][role]["run_cnt"] for r in rows]
-                runs = statistics.median(r["bpf"][role]["run_cnt"] / r["bpf"]["sw1"]["run_cnt"] for r in rows)
+                runs = statistics.median(r["bpf"][role]["run_cnt"] / r["frames_in"] for r in rows)
                 cells.append(f"{role} {spread(per_run, '.0f')} ns x {runs:.2f}")
-            total = [sum(r["bpf"][role]["run_time_ns"] for role in ROLES) / r["bpf"]["sw1"]["run_cnt"] for r in rows]
+            total = [sum(r["bpf"][role]["run_time_ns"] for role in ROLES) / r["frames_in"] for r in rows]
             print(f"  {size:>4} B {mode:<14} {'; '.join(cells)}; both switches {spread(total, '.0f')} ns/frame")
     for key in ("p50", "p99") if any(r["kind"] == "latency" for r in raw) else ():
         print(f"one-way latency {key} (us) and FRER's added {key}, median (min .. max) over rounds")

@@ -181,6 +181,8 @@ struct frer_output {
 #define FRER_STREAM_RECOVER 0x2    /* sequence recovery of the compound stream here */
 #define FRER_STREAM_INDIVIDUAL 0x4 /* individual recovery of member streams here (individual[]) */
 #define FRER_STREAM_ENCODE 0x8     /* copies leave with an R-TAG (else it is removed) */
+#define FRER_STREAM_PER_COPY 0x10  /* XDP: each copy is rewritten for its port after the
+				    * broadcast (frer_xdp_copy), as its outputs' rewrites differ */
 
 /* What one node does with one stream. Hash map `streams` (key: the stream index), 160 bytes. Recovery instances
  * beyond the compound one (index 0 of the stream's `rcvy` entries) are per port: a sequence

@@ -8,19 +8,25 @@
  * identification, sequence generation and recovery are frer_common.h's. The R-TAG is pushed and
  * popped by moving the frame's head (bpf_xdp_adjust_head), which costs the same at any length.
  * Copies: one output is a bpf_redirect (or XDP_PASS for this host); more are one broadcast
- * redirect into the entry of xdp_copies of its output ports, a device map of exactly them,
- * and leave alike (the loader refuses a stream whose copies differ, or that also goes to this
- * host: such a node runs on tc). There is no egress hook in XDP: frames the host sends stay with
- * frer_egress (tc). A VLAN tag held in skb metadata is not seen here.
+ * redirect into the entry of xdp_copies of its output ports, a device map of exactly them.
+ * Copies rewritten alike are rewritten once, before the broadcast; where the rewrites differ per
+ * port (active stream identification on one path), the device map runs frer_xdp_copy on each
+ * copy as it leaves, which takes the stream from the frame's metadata and gives the copy its
+ * port's rewrite. That needs native XDP (generic XDP's broadcast clones share one frame and
+ * drop the metadata: the loader keeps such a port on tc). The loader refuses a stream that also
+ * goes to this host or through a recovery function on an output port (tc's). There is no egress
+ * hook in XDP: frames the host sends stay with frer_egress (tc). A VLAN tag held in skb
+ * metadata is not seen here.
  */
 #include <linux/bpf.h>
 
 #include "frer_common.h"
 
 /* Per set of output ports of the streams with more than one output (frer_stream.copies): a
- * device map of those ports (ifindex -> ifindex), created and filled by the loader; a broadcast
- * redirect sends one copy to each. Shared by the streams with the same ports: an update of a
- * map-in-map waits for an RCU grace period, too slow to make one per stream of 64k. */
+ * device map of those ports (ifindex -> the port, and frer_xdp_copy for the streams rewritten
+ * per copy), created and filled by the loader; a broadcast redirect sends one copy to each.
+ * Shared by the streams with the same ports and the same program: an update of a map-in-map
+ * waits for an RCU grace period, too slow to make one per stream of 64k. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
 	__uint(max_entries, FRER_MAX_COPY_SETS);
@@ -29,7 +35,7 @@ struct {
 		__uint(type, BPF_MAP_TYPE_DEVMAP_HASH);
 		__uint(max_entries, FRER_MAX_OUTPUTS);
 		__type(key, __u32);
-		__type(value, __u32);
+		__uint(value_size, sizeof(struct bpf_devmap_val));
 	});
 } xdp_copies SEC(".maps");
 
@@ -108,10 +114,26 @@ static __always_inline int output_rewrite(struct xdp_md *ctx, const struct frer_
 	return 0;
 }
 
+/* Leave the stream's index in the frame's metadata, for frer_xdp_copy. */
+static __always_inline int mark_stream(struct xdp_md *ctx, __u32 stream)
+{
+	void *meta, *data;
+
+	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(stream)))
+		return -1;
+	meta = (void *)(long)ctx->data_meta;
+	data = (void *)(long)ctx->data;
+	if (meta + sizeof(stream) > data)
+		return -1;
+	*(__u32 *)meta = stream;
+	return 0;
+}
+
 /* Send the stream's copies; returns the XDP verdict. One output: through the sequence recovery
  * function placed on it if there is one, then to this host (XDP_PASS; its R-TAG is gone, so the
- * kernel sees its own EtherType) or redirected. More: one broadcast to the stream's device map.
- * A copy is counted as output once it was handed to the redirect. */
+ * kernel sees its own EtherType) or redirected. More: one broadcast to the stream's device map,
+ * rewritten here or, per copy, by frer_xdp_copy. A copy is counted as output once it was
+ * handed to the redirect. */
 static __always_inline int send_copies(struct xdp_md *ctx, const struct frame *f,
 				       const struct frer_stream *st, __u32 stream,
 				       struct frer_port_stats *ps, const struct recovery_ctx *rc)
@@ -141,7 +163,9 @@ static __always_inline int send_copies(struct xdp_md *ctx, const struct frame *f
 	__u32 set = st->copies;
 
 	copies = bpf_map_lookup_elem(&xdp_copies, &set);
-	if (!copies || output_rewrite(ctx, o, f))
+	if (!copies)
+		goto tx_error;
+	if (st->flags & FRER_STREAM_PER_COPY ? mark_stream(ctx, stream) : output_rewrite(ctx, o, f))
 		goto tx_error;
 	verdict = bpf_redirect_map(copies, 0, BPF_F_BROADCAST | XDP_DROP);
 	if (verdict != XDP_REDIRECT)
@@ -233,6 +257,44 @@ int frer_xdp(struct xdp_md *ctx)
 	return send_copies(ctx, f, st, stream, ps, &rc);
 tx_error:
 	ps->tx_errors++;
+	return XDP_DROP;
+}
+
+/* A copy of a stream rewritten per copy, leaving by the device map's port egress_ifindex: the
+ * stream is in the metadata frer_xdp left (mark_stream), which goes; the copy gets the rewrite
+ * of the stream's output to that port. Anything else is dropped and counted as a transmit
+ * error of the port. */
+SEC("xdp/devmap")
+int frer_xdp_copy(struct xdp_md *ctx)
+{
+	void *meta = (void *)(long)ctx->data_meta, *data = (void *)(long)ctx->data;
+	__u32 zero = 0, stream, len = bpf_xdp_get_buff_len(ctx);
+	struct frame *f = bpf_map_lookup_elem(&scratch, &zero);
+	struct frer_stream *st;
+
+	if (meta + sizeof(stream) > data)
+		return XDP_DROP;
+	stream = *(__u32 *)meta;
+	st = bpf_map_lookup_elem(&streams, &stream);
+	if (!st || !f || bpf_xdp_adjust_meta(ctx, sizeof(stream)))
+		return XDP_DROP;
+	for (__u32 i = 0; i < FRER_MAX_OUTPUTS; i++) {
+		const struct frer_output *o = &st->out[i];
+		struct frer_port_stats *ps;
+
+		if (i >= st->n_outputs)
+			break;
+		if (o->ifindex != ctx->egress_ifindex)
+			continue;
+		if (len >= ETH_HLEN &&
+		    bpf_xdp_load_bytes(ctx, 0, f->hdr, len > HDR_MAX ? HDR_MAX : len) >= 0 &&
+		    frame_parse(f, len, 0, 0) == PARSE_OK && !output_rewrite(ctx, o, f))
+			return XDP_PASS;
+		ps = port_stats_of(o->port % FRER_MAX_PORTS);
+		if (ps)
+			ps->tx_errors++;
+		return XDP_DROP;
+	}
 	return XDP_DROP;
 }
 

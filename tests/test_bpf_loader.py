@@ -2,7 +2,8 @@
 is named with the verifier's words, a file that is no BPF object is named, nothing stays
 pinned after a failed load; a port that has a clsact qdisc is refused; a test run returns what
 the program does; a node's per-stream maps are arrays or hash maps by its stream count, and
-a shape naming a map or type that does not exist is refused by name; and `dataplane down`, or a failure half-way through `up`, leaves no filter,
+a shape naming a map or type that does not exist is refused by name; copies rewritten per port
+get a device map that runs frer_xdp_copy, and keep a generic-XDP port on tc; and `dataplane down`, or a failure half-way through `up`, leaves no filter,
 no qdisc, no XDP program and no pins behind."""
 
 from __future__ import annotations
@@ -143,6 +144,40 @@ def test_a_node_keeps_few_streams_in_arrays_and_many_in_hash_maps(streams):
                 node.add_stream(node.capacity, ingress=["pa"], outputs=["pb"])
     with pytest.raises(ValueError, match=r"streams 0 is out of range \(1..=65536\)"):
         Node("n", None, ["a"], streams=0)
+
+
+def test_copies_rewritten_per_port_get_frer_xdp_copy_and_no_generic_xdp():
+    """sw1-replicate rewrites path b's copies only: its stream's device map runs frer_xdp_copy
+    on every port (the map holds the program's id), a stream copied alike shares no map with
+    it and runs nothing; a port asked for generic XDP stays on tc."""
+    cfg = load_config(ROOT / "configs" / "dataplane" / "sw1-replicate.yaml")
+    with Namespaces(prefix()) as net:
+        net.add("sw")
+        net.link("sw", "up", "sw", "pa")
+        net.link("sw", "pb", "sw", "x")
+        with Node(f"{net.prefix}-pc", net.ns["sw"], cfg.plan.ports, xdp=True) as node:
+            node.apply(cfg.plan)
+            node.add_stream(1, ingress=["pa"], outputs=["pa", "pb"])
+            ((flags, _),) = cfg.plan.streams
+            assert layout.STREAM_HEAD.unpack_from(node.maps["streams"].lookup(layout.key(0)))[0] == \
+                flags | layout.STREAM_PER_COPY
+            ifindexes = sorted(node.ifindex(p) for p in ("pa", "pb"))
+            assert node.copy_sets == {(tuple(ifindexes), True): 0, (tuple(ifindexes), False): 1}
+            with bpfsys.Program(node.pin_dir / "xdp" / "frer_xdp_copy") as prog:
+                prog_id = program_id(prog)
+            for index, expected in ((0, prog_id), (1, 0)):
+                with bpfsys.Map(node.pin_dir / "xdp" / f"copies{index}") as copies:
+                    values = [layout.DEVMAP_VAL.unpack(copies.lookup(layout.key(i))) for i in ifindexes]
+                assert values == [(i, expected) for i in ifindexes], f"copies{index}"
+            node.attach(["up", "pa"], xdp={"up": "native", "pa": "generic"})
+            assert node.hooks == {"up": "xdp native", "pa": "tc"}
+            assert "xdp" in attachments(net, "sw", "up") and "frer_ingress" in attachments(net, "sw", "pa")
+
+
+def program_id(prog: bpfsys.Program) -> int:
+    """The kernel's id of an open program (/proc/self/fdinfo), as a device map reports it."""
+    fdinfo = Path(f"/proc/self/fdinfo/{prog.fd}").read_text()
+    return int(next(line.split()[1] for line in fdinfo.splitlines() if line.startswith("prog_id:")))
 
 
 def test_a_shape_naming_no_map_or_no_type_is_refused_and_nothing_stays_pinned():

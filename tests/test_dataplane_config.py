@@ -4,9 +4,11 @@ the errors for bad input, which must name the field and what would be valid. No 
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from frerlab.dataplane import layout
+from frerlab.dataplane import hooks, layout
 from frerlab.dataplane.config import LOCAL, compile_node, parse_config
 from frerlab.errors import UsageError
 
@@ -228,3 +230,26 @@ def test_identities_left_to_the_scan_are_limited_naming_the_count_and_range():
     data["stream-identity"][0]["out-facing"]["input-port"] = subsets[1]  # two share a shape: hashed
     plan = parse_config(data).plan
     assert len(plan.scanned) == 31 and len(plan.hashed) == 2
+
+
+def test_xdp_runs_copies_rewritten_per_port_and_refuses_what_only_tc_does():
+    """hooks.choose: a stream whose copies differ per port (an out-facing dmac-vlan identity on
+    p2 only) runs on XDP; one that also goes to this host, or through a recovery function on
+    an output port, is refused under `xdp` naming the stream, and left to tc under `auto`."""
+    def relay(output_ports: list[str], extra: dict | None = None):
+        return compile_node(parse_config(node(
+            **{"stream-identity": [ip_identity(1, 7, **{"out-facing": {"input-port": ["eth0"]}}),
+                                   member(2, 7, "p2", 20)],
+               "sequence-generation": [{"index": 1, "stream": [7]}],
+               "stream-forwarding": [{"stream": 7, "output-port": output_ports}], **(extra or {})})))
+
+    per_port = relay(["p1", "p2"])
+    assert len({(o.dmac, o.vid) for o in per_port.streams[0][1]}) == 2, "the copies differ"
+    assert hooks.choose("xdp", per_port, None) == ({"eth0": "native"}, None)
+    for plan, reason in ((relay(["p1", LOCAL]), "stream 7 is copied to ports and to this host (local)"),
+                         (relay(["p1", "p2"], {"sequence-recovery": [{"index": 1, "stream": [7], "port": ["p1"]}]}),
+                          "stream 7 has a sequence recovery function on an output port")):
+        with pytest.raises(UsageError, match=f"hook xdp cannot run this node: {re.escape(reason)} "
+                                             r"\(use hook tc or auto\)"):
+            hooks.choose("xdp", plan, None)
+        assert hooks.choose("auto", plan, None) == ({}, f"tc, as XDP cannot: {reason}")

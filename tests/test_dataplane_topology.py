@@ -5,7 +5,7 @@ path a is cut, and sw2's recovery counters must prove the elimination; the plain
 baseline on path a alone loses what is sent during the same cut, and the plain two-path
 baselines (the benchmark's "plain-dual", tc and XDP) carry every frame on both paths and
 deliver it once. Nodes loaded with room for more streams than arrays hold run on hash maps
-and deliver alike."""
+and deliver alike, and so do XDP copies rewritten per port."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import pytest
 
 from conftest import NEEDS_BPF
 
+from frerlab.dataplane import layout
 from frerlab.dataplane.node import ARRAY_STREAMS
 from frerlab.dataplane.twopath import TwoPath
 
@@ -98,3 +99,17 @@ def test_plain_dual_baseline_carries_both_paths_and_delivers_once(mode):
             for path in ("pa", "pb")}
     assert (stream["expected"], stream["unique"], stream["lost"], stream["duplicates"]) == (3000, 3000, 0, 0)
     assert min(rx.values()) >= 3000, f"every frame crossed both paths, sw2 received {rx}"
+
+
+def test_copies_rewritten_per_port_in_xdp_cross_both_paths_and_arrive_once():
+    """The benchmark's xdp-frer-rewrite-b: path b's copies get their destination MAC as they
+    leave sw1 (frer_xdp_copy, run by the device map); both paths carry every frame, with no
+    transmit error, and the listener takes each once."""
+    with TwoPath("xdp-frer", rewrite_b=True) as net:
+        stream = stream_through(net, 3000)
+        inputs = {port: net.sw2.stream_port_counters(0, index)["input"] for index, port in enumerate(net.sw2.ports)}
+        errors = [net.sw1.port_counters(index)["tx_errors"] for index in range(len(net.sw1.ports))]
+        flags = layout.STREAM_HEAD.unpack_from(net.sw1.maps["streams"].lookup(layout.key(0)))[0]
+    assert flags & layout.STREAM_PER_COPY
+    assert (stream["expected"], stream["unique"], stream["lost"], stream["duplicates"]) == (3000, 3000, 0, 0)
+    assert min(inputs["pa"], inputs["pb"]) >= 3000 and errors == [0, 0, 0], (inputs, errors)

@@ -177,6 +177,13 @@ impl PyProgram {
         self.path.clone()
     }
 
+    /// The program's file descriptor (e.g. for a device map's value), -1 once closed.
+    #[getter]
+    fn fd(&self) -> i32 {
+        use std::os::fd::AsRawFd;
+        self.program.as_ref().map_or(-1, |p| p.fd().as_raw_fd())
+    }
+
     /// Whether it is an XDP program (else a tc one).
     #[getter]
     fn xdp(&self) -> PyResult<bool> {

@@ -1,11 +1,13 @@
 """Which hook runs the frames a node receives: tc (bpf/frer.c's frer_ingress) or XDP
 (bpf/frer_xdp.c's frer_xdp), from the configuration's `hook` (tc, xdp or auto).
 
-XDP sends the copies of a stream alike, in one broadcast redirect, so a stream whose copies are
-rewritten differently (active stream identification per path), pass a recovery function placed
-on an output port, or also go up to this host needs tc: `xdp_limits` names such streams; `xdp`
-refuses them, `auto` then takes tc for the node. Frames the host sends stay on tc (XDP has no
-egress hook). XDP runs native, or generic where the driver has no native XDP.
+XDP sends the copies of a stream in one broadcast redirect (rewritten per port, for active
+stream identification on one path, as they leave: frer_xdp_copy), so a stream whose copies pass
+a recovery function placed on an output port, or also go up to this host, needs tc:
+`xdp_limits` names such streams; `xdp` refuses them, `auto` then takes tc for the node. Frames
+the host sends stay on tc (XDP has no egress hook). XDP runs native, or generic where the driver
+has no native XDP (but not for a node whose copies are rewritten per port: that port keeps tc,
+frerlab.dataplane.node).
 
 `auto` also takes tc on a veth, where XDP depends on the neighbour, which a node can neither
 see in another namespace nor keep as it is (measured on 6.18, docs/dataplane.md):
@@ -35,9 +37,6 @@ def xdp_limits(plan: NodePlan) -> list[str]:
             continue
         if len(ports) < len(outputs):
             problems.append(f"stream {handle} is copied to ports and to this host ({LOCAL})")
-        elif len({(o.flags, o.dmac, o.vid, o.pcp) for o in outputs}) > 1:
-            problems.append(f"stream {handle}'s copies are rewritten differently per port "
-                            "(dmac-vlan-stream-identification out-facing)")
         elif any(plan.recovery_ports[stream] >> p & 1 for p in ports):
             problems.append(f"stream {handle} has a sequence recovery function on an output port")
     return problems
@@ -53,8 +52,7 @@ def choose(hook: str, plan: NodePlan, netns: str | None) -> tuple[dict[str, str]
     limits = xdp_limits(plan)
     if limits:
         if hook == "xdp":
-            raise UsageError(f"hook xdp cannot run this node: {'; '.join(limits)} (XDP sends every "
-                             "copy of a stream alike; use hook tc or auto)")
+            raise UsageError(f"hook xdp cannot run this node: {'; '.join(limits)} (use hook tc or auto)")
         return {}, f"tc, as XDP cannot: {'; '.join(limits)}"
     if hook == "xdp":
         return {port: "native" for port in plan.ingress_ports}, None

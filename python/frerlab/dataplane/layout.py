@@ -21,6 +21,9 @@ SEQGEN = struct.Struct("<IIQQ")
 PORT_STATS = struct.Struct("<10Q")
 STREAM_PORT_STATS = struct.Struct("<4Q")
 U32 = struct.Struct("<I")
+#: struct bpf_devmap_val (linux/bpf.h), a value of frer_xdp.c's device maps of copies: the
+#: port's ifindex and the program run on each copy sent there (fd; 0 for none).
+DEVMAP_VAL = struct.Struct("<Ii")
 #: struct frer_port_stats, in order.
 PORT_COUNTERS = ("frames", "malformed", "seq_enc_errored", "rcvy_passed", "rcvy_discarded",
                  "bridged", "to_stack", "tx_errors", "reinjected", "gso_refused")
@@ -44,7 +47,7 @@ VLAN_ALL = VLAN_MODES["all"]
 #: The PVID of a port none is configured for (802.1Q: 1).
 DEFAULT_PVID = 1
 OUT_SET_DMAC, OUT_SET_VID, OUT_LOCAL, OUT_SET_PCP = 0x1, 0x2, 0x4, 0x8
-STREAM_GENERATE, STREAM_RECOVER, STREAM_INDIVIDUAL, STREAM_ENCODE = 0x1, 0x2, 0x4, 0x8
+STREAM_GENERATE, STREAM_RECOVER, STREAM_INDIVIDUAL, STREAM_ENCODE, STREAM_PER_COPY = 0x1, 0x2, 0x4, 0x8, 0x10
 ALGORITHMS = {"vector": 0, "match": 1}
 RCVY_ENABLED, RCVY_TAKE_NO_SEQUENCE, RCVY_INDIVIDUAL = 0x1, 0x2, 0x4
 #: tc verdicts (linux/pkt_cls.h).

@@ -2,7 +2,10 @@
 /run/frerlab/bpf/<name>, configured through its maps, and attached with tc (clsact ingress
 and egress, direct action) to the node's ports inside its network namespace; with `xdp`, also
 bpf/frer_xdp.o on the same maps, whose XDP program takes the place of frer_ingress on the
-ports `attach` is told to run it on (native or generic XDP). Loading and attaching go through
+ports `attach` is told to run it on (native or generic XDP). XDP sends a stream's copies in one
+broadcast through a device map of its output ports; where the copies are rewritten differently
+per port, the map runs frer_xdp_copy on each copy, which needs native XDP on the receiving
+port (a port that has only generic XDP then stays with tc). Loading and attaching go through
 frerlab's loader (frerlab.dataplane.bpfsys, on libbpf). A node told it holds at most
 ARRAY_STREAMS streams keeps their state in array maps (the loader reshapes frer.o's hash maps
 before creating them): an array lookup is an indexed load, a hash lookup hashes the key and
@@ -75,6 +78,11 @@ def map_shapes(streams: int) -> dict[str, tuple[str, int]]:
             "stream_port_stats": ("percpu_array", ARRAY_STREAMS * layout.MAX_PORTS)}
 
 
+def copies_differ(outputs: list) -> bool:
+    """Whether a stream's outputs (config.Output) rewrite their copies differently."""
+    return len({(o.flags, o.dmac, o.vid, o.pcp) for o in outputs}) > 1
+
+
 def percpu_sum(maps: dict[str, bpfsys.Map], name: str, index: int) -> list[int]:
     """Entry `index` of per-CPU map `name` (one of PERCPU_MAPS), each field summed over CPUs;
     zeros for an entry not made yet (stream_port_stats gets one on a pair's first frame)."""
@@ -134,8 +142,9 @@ class Node:
         #: per port it is attached to: "tc", "xdp native" or "xdp generic" (ingress)
         self.hooks: dict[str, str] = {}
         self.n_identities = 0
-        #: XDP: the entries of xdp_copies made so far, by their sorted output ifindexes
-        self.copy_sets: dict[tuple[int, ...], int] = {}
+        #: XDP: the entries of xdp_copies made so far, by their sorted output ifindexes and
+        #: whether their copies are rewritten per copy (frer_xdp_copy)
+        self.copy_sets: dict[tuple[tuple[int, ...], bool], int] = {}
 
     @classmethod
     def loaded(cls, name: str, netns: str | None, ports: list[str]) -> Node:
@@ -177,19 +186,23 @@ class Node:
 
     def add_stream(self, stream: int, ingress: list[str], outputs: list[str],
                    generate: bool = False, encode: bool = False,
-                   recovery: layout.RecoveryConfig | None = None) -> None:
+                   recovery: layout.RecoveryConfig | None = None, dmacs: dict[str, bytes] | None = None) -> None:
         """Stream `stream` is every frame received on the `ingress` ports; it is numbered
         (`generate`), passed through sequence recovery (`recovery`), sent with an R-TAG
-        (`encode`, else any R-TAG is removed) and copied to each of `outputs`."""
+        (`encode`, else any R-TAG is removed) and copied to each of `outputs`, the copies sent
+        out of a port of `dmacs` with that destination MAC."""
         self._check_capacity(stream + 1)
         mask = 0
         for port in ingress:
             self.ifindex(port)
             mask |= 1 << self.ports.index(port)
-        outs = [layout.output(self.ifindex(p), 0, self.ports.index(p)) for p in outputs]
+        dmacs = dmacs or {}
+        outs = [layout.output(self.ifindex(p), layout.OUT_SET_DMAC if p in dmacs else 0, self.ports.index(p),
+                              dmac=dmacs.get(p, bytes(6))) for p in outputs]
+        per_copy = self.xdp and len({dmacs.get(p) for p in outputs}) > 1
         flags = ((layout.STREAM_GENERATE if generate else 0) | (layout.STREAM_ENCODE if encode else 0)
-                 | (layout.STREAM_RECOVER if recovery else 0))
-        copies = self._xdp_copies([self.ifindex(p) for p in outputs])
+                 | (layout.STREAM_RECOVER if recovery else 0) | (layout.STREAM_PER_COPY if per_copy else 0))
+        copies = self._xdp_copies([self.ifindex(p) for p in outputs], per_copy)
         self.maps["streams"].update(layout.key(stream), layout.stream(flags, outs, copies=copies))
         if generate:
             self.maps["seqgen"].update(layout.key(stream), layout.SEQGEN.pack(0, 0, 0, 0))
@@ -209,7 +222,10 @@ class Node:
         for stream, (flags, outputs) in enumerate(plan.streams):
             outs = [layout.output(0 if o.port == LOCAL else ifindexes[o.port], o.flags, o.index,
                                   o.vid, o.dmac, o.pcp) for o in outputs]
-            copies = self._xdp_copies([ifindexes[o.port] for o in outputs if o.port != LOCAL])
+            if self.xdp and copies_differ(outputs):
+                flags |= layout.STREAM_PER_COPY
+            copies = self._xdp_copies([ifindexes[o.port] for o in outputs if o.port != LOCAL],
+                                      per_copy=bool(flags & layout.STREAM_PER_COPY))
             self.maps["streams"].update(layout.key(stream), layout.stream(
                 flags, outs, plan.recovery_ports[stream], plan.individual_feeds[stream], copies))
             if flags & layout.STREAM_GENERATE:
@@ -264,27 +280,29 @@ class Node:
                     time.sleep(pause)
                     pause = min(2 * pause, 0.064)
 
-    def _xdp_copies(self, ifindexes: list[int]) -> int:
+    def _xdp_copies(self, ifindexes: list[int], per_copy: bool = False) -> int:
         """With XDP, the entry of xdp_copies for a stream with several outputs (0 otherwise): a
-        device map of them (pinned beside the program, so it goes with the node), one per set
-        of output ports, shared by the streams with that set."""
+        device map of them (pinned beside the program, so it goes with the node) that runs
+        frer_xdp_copy on each copy if `per_copy`; one per set of output ports and `per_copy`,
+        shared by the streams with that set."""
         ports = tuple(sorted(ifindexes))
         if not self.xdp or len(ports) < 2:
             return 0
-        if ports in self.copy_sets:
-            return self.copy_sets[ports]
+        if (ports, per_copy) in self.copy_sets:
+            return self.copy_sets[ports, per_copy]
         index = len(self.copy_sets)
         if index >= layout.MAX_COPY_SETS:
             raise ValueError(f"{index + 1} sets of output ports is out of range for XDP "
                              f"(1..={layout.MAX_COPY_SETS}, FRER_MAX_COPY_SETS)")
         path = self.pin_dir / "xdp" / f"copies{index}"
-        bpfsys.create_map(path, "devmap_hash", 4, 4, layout.MAX_OUTPUTS)
+        bpfsys.create_map(path, "devmap_hash", 4, layout.DEVMAP_VAL.size, layout.MAX_OUTPUTS)
         # a device map takes its devices from the updating thread's namespace
-        with bpfsys.Map(path, 4, 4) as copies, entered(self.netns):
+        with (bpfsys.Map(path) as copies, bpfsys.Program(self.pin_dir / "xdp" / "frer_xdp_copy") as prog,
+              entered(self.netns)):
             for ifindex in ports:
-                copies.update(layout.key(ifindex), layout.key(ifindex))
+                copies.update(layout.key(ifindex), layout.DEVMAP_VAL.pack(ifindex, prog.fd if per_copy else 0))
             self.maps["xdp_copies"].update(layout.key(index), layout.key(copies.fd))
-        self.copy_sets[ports] = index
+        self.copy_sets[ports, per_copy] = index
         return index
 
     def attach(self, ingress: list[str] | None = None, egress: list[str] = (),
@@ -292,35 +310,46 @@ class Node:
         """Attaches frer_ingress to the `ingress` ports (default: every port) and frer_egress
         to the `egress` ports (clsact, direct action); an ingress port in `xdp` gets frer_xdp
         instead, in the mode given there (native, or generic), native falling back to generic
-        where the driver has none. `hooks` says what each port got."""
+        where the driver has none; but a node with streams rewritten per copy keeps a port that
+        would get generic XDP on tc (generic XDP's broadcast clones share one frame and lose the
+        metadata frer_xdp_copy reads). `hooks` says what each port got."""
         ingress = self.ports if ingress is None else ingress
         xdp = xdp or {}
         for port in dict.fromkeys([*ingress, *egress]):
             self.ifindex(port)
             self.attached.append(port)
-            if port in ingress and port in xdp:
-                self.hooks[port] = f"xdp {self._attach_xdp(port, xdp[port])}"
-                if port not in egress:
-                    continue
+            mode = self._attach_xdp(port, xdp[port]) if port in ingress and port in xdp else None
+            if mode:
+                self.hooks[port] = f"xdp {mode}"
+            tc = [hook for hook, ports in (("ingress", ingress), ("egress", egress))
+                  if port in ports and not (hook == "ingress" and mode)]
+            if not tc:
+                continue
             bpfsys.add_clsact(self.netns, port)
-            for hook, ports in (("ingress", ingress), ("egress", egress)):
-                if port in ports and not (hook == "ingress" and port in xdp):
-                    bpfsys.attach_tc(self.netns, port, self.pin_dir / f"frer_{hook}", hook)
+            for hook in tc:
+                bpfsys.attach_tc(self.netns, port, self.pin_dir / f"frer_{hook}", hook)
             self.hooks.setdefault(port, "tc")
 
-    def _attach_xdp(self, port: str, mode: str) -> str:
-        """Attaches frer_xdp to `port` in `mode`, or generic if native is refused; the mode."""
+    def _attach_xdp(self, port: str, mode: str) -> str | None:
+        """Attaches frer_xdp to `port` in `mode`, or generic if native is refused; the mode, or
+        None (nothing attached) where that would be generic XDP on a node with streams
+        rewritten per copy."""
         if not self.xdp:
             raise ValueError(f"node {self.name} was loaded without XDP (Node(..., xdp=True))")
+        if mode not in ("native", "generic"):
+            raise ValueError(f"XDP mode {mode!r} is not valid (native, generic)")
         prog = self.pin_dir / "xdp" / "frer_xdp"
-        try:
-            bpfsys.attach_xdp(self.netns, port, prog, mode)
-        except bpfsys.BpfError as err:
-            if mode != "native" or err.errno == errno.EBUSY:
-                raise
-            mode = "generic"
-            bpfsys.attach_xdp(self.netns, port, prog, mode)
-        return mode
+        if mode == "native":
+            try:
+                bpfsys.attach_xdp(self.netns, port, prog, mode)
+                return mode
+            except bpfsys.BpfError as err:
+                if err.errno == errno.EBUSY:
+                    raise
+        if any(per_copy for _, per_copy in self.copy_sets):
+            return None
+        bpfsys.attach_xdp(self.netns, port, prog, "generic")
+        return "generic"
 
     def recovery_state(self, stream: int, instance: int = 0) -> bytes:
         """struct frer_rcvy of a recovery function of the stream, read under its lock (one

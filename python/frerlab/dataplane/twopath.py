@@ -20,7 +20,10 @@ every mode alike; "frer" and "xdp-frer" then identify each stream by its ports (
 identification, compiled from a generated configuration), number it at sw1 and recover it at
 sw2 on its own, so the state of every stream is touched in turn. `room` loads the FRER nodes
 for more streams than they carry (frerlab.dataplane.node.map_shapes: past 1,024, hash maps
-instead of arrays), to measure what the maps cost alone. The full
+instead of arrays), to measure what the maps cost alone. `rewrite_b` has sw1 write path b's
+copies' destination MAC (the listener's own, so the listener takes either copy): the copies
+then differ per port, as with active stream identification on one path, and XDP rewrites each
+as it leaves (frer_xdp_copy), to measure what that costs. The full
 testbed (shaping, impairments, both directions, `frerlab testbed`) is issue 4; this is the
 data plane's own harness.
 """
@@ -82,7 +85,8 @@ def spread_configs(streams: int, history_length: int, name: str) -> tuple[NodeCo
 class TwoPath:
     """The topology; `with TwoPath("frer") as net:` builds it, leaving removes everything."""
 
-    def __init__(self, mode: str, history_length: int = 32, streams: int = 1, room: int | None = None) -> None:
+    def __init__(self, mode: str, history_length: int = 32, streams: int = 1, room: int | None = None,
+                 rewrite_b: bool = False) -> None:
         if mode not in MODES:
             raise ValueError(f"mode {mode!r} is not valid ({', '.join(MODES)})")
         if not 1 <= streams <= layout.MAX_STREAMS:
@@ -90,7 +94,10 @@ class TwoPath:
         room = streams if room is None else room
         if not streams <= room <= layout.MAX_STREAMS:
             raise ValueError(f"room {room} is out of range ({streams}..={layout.MAX_STREAMS}: at least the streams)")
+        if rewrite_b and (mode not in ("frer", "xdp-frer") or streams > 1):
+            raise ValueError(f"rewrite_b is for one stream in mode frer or xdp-frer, not {streams} in {mode}")
         self.mode, self.history_length, self.streams, self.room = mode, history_length, streams, room
+        self.rewrite_b = rewrite_b
         self.net = Namespaces(f"frd{os.getpid()}x{next(_ids)}")
         self.prefix, self.ns = self.net.prefix, self.net.ns
         self.sw1: Node | None = None
@@ -138,12 +145,15 @@ class TwoPath:
                 self.sw1.apply(sw1.plan)
                 self.sw2.apply(sw2.plan)
             else:
-                self.sw1.add_stream(0, ingress=["up"], outputs=["pa", "pb"], generate=True, encode=True)
+                dmacs = {"pb": bytes.fromhex(self.net.mac("lis", "l0").replace(":", ""))} if self.rewrite_b else None
+                self.sw1.add_stream(0, ingress=["up"], outputs=["pa", "pb"], generate=True, encode=True, dmacs=dmacs)
                 self.sw2.add_stream(0, ingress=["pa", "pb"], outputs=["down"], recovery=layout.RecoveryConfig(
                     history_length=self.history_length, reset_timeout_ns=1_000_000_000))
             for role, node in (("sw1", self.sw1), ("sw2", self.sw2)):
                 node.attach(xdp={port: "native" for port in node.ports} if xdp else None)
                 self.programs[role].append(node.pin_dir / ("xdp/frer_xdp" if xdp else "frer_ingress"))
+            if xdp and self.rewrite_b:  # run by the device map on each copy, after frer_xdp
+                self.programs["sw1"].append(self.sw1.pin_dir / "xdp" / "frer_xdp_copy")
         elif self.mode == "xdp-plain":
             self._plain("sw1", {"up": ("xdp_plain_redirect", "pa")}, xdp=True)
             self._plain("sw2", {"pa": ("xdp_plain_redirect", "down")}, xdp=True)
