@@ -8,6 +8,7 @@ import json
 import math
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -15,6 +16,7 @@ import yaml
 from conftest import ROOT
 from frerlab.bench import stats
 from frerlab.bench.campaign import TRIAL_OVERHEAD_S, Campaign, fingerprint, parse_campaign, plan, plan_text, read_campaign
+from frerlab.bench.cli import resume_command
 from frerlab.bench.results import summarize, summary_csv
 from frerlab.bench.search import GeneratorShortfall, TrialResult, binary_search
 from frerlab.bench.trial import TrialOutcome, flags
@@ -232,3 +234,9 @@ def test_one_valid_repetition_has_no_interval_and_no_comparison():
     assert summary["comparisons"] == []
     assert not any(isinstance(v, float) and math.isnan(v) for v in m.values())
     json.dumps(summary, allow_nan=False)
+
+
+def test_an_interrupted_run_names_the_command_that_completes_it():
+    assert resume_command(Path("c.yaml"), Path("r1"), None) == "frerlab bench run c.yaml --out r1 --resume"
+    assert resume_command(Path("c.yaml"), Path("r1"), ["tcp", "latency"]) == \
+        "frerlab bench run c.yaml --out r1 --resume --steps tcp,latency", "resume keeps to the steps it had"

@@ -214,3 +214,15 @@ def test_building_the_command_line_loads_neither_plotting_nor_data_libraries():
              "print(sorted(m for m in ('altair', 'vl_convert', 'scipy', 'pandas') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_a_search_trial_is_drawn_as_the_search_judged_it():
+    """A binary search at loss 1e-5 passes a trial that lost 1 frame in a million: its point
+    says "passes", not "lost frames"; MLR's two goals are told apart."""
+    from frerlab.report.figures import _against_goals
+    binary = [{"loss_ratio": 1e-5}]
+    assert _against_goals({"loss_ratio": 1e-6}, binary) == "passes loss <= 1e-05"
+    assert _against_goals({"loss_ratio": 2e-5}, binary) == "fails (loss > 1e-05)"
+    mlr = [{"loss_ratio": 0}, {"loss_ratio": 0.005}]
+    assert [_against_goals({"loss_ratio": r}, mlr) for r in (0, 0.001, 0.01)] == \
+        ["passes loss <= 0", "passes loss <= 0.005", "fails (loss > 0.005)"]

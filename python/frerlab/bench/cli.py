@@ -64,14 +64,20 @@ def _run(args: argparse.Namespace) -> int:
     try:
         summary = run_campaign(campaign, text, out, resume=args.resume, steps=args.steps)
     except KeyboardInterrupt:
-        print(f"frerlab: interrupted; finished units are in {out}: `frerlab bench run {args.campaign} "
-              f"--out {out} --resume` completes them")
+        print(f"frerlab: interrupted; finished units are in {out}: `{resume_command(args.campaign, out, args.steps)}` "
+              "completes them")
         return EXIT_INTERRUPTED
     finally:
         signal.signal(signal.SIGTERM, previous)
     print("\n".join(summary_lines(summary)))
     print(f"results in {out} (summary.json, summary.csv)")
     return 0
+
+
+def resume_command(campaign: Path, out: Path, steps: list[str] | None) -> str:
+    """The command that completes an interrupted run: the same campaign, results and steps."""
+    only = f" --steps {','.join(steps)}" if steps else ""
+    return f"frerlab bench run {campaign} --out {out} --resume{only}"
 
 
 def hosts_note(system: HostsSystem) -> str:

@@ -19,10 +19,7 @@ from pathlib import Path
 
 from frerlab.testbed import bed, plan
 from frerlab.traffic.across import CLI
-
-#: Ethernet preamble, start delimiter and inter-frame gap, per frame (RFC 2544 section 20).
-L1_EXTRA = 20
-
+from frerlab.traffic.record import L1_OVERHEAD
 
 @dataclass(frozen=True)
 class Target:
@@ -44,7 +41,7 @@ class Target:
 
     def line_rate_fps(self, frame_size: int) -> float:
         """Frames/s of the line rate at `frame_size`, preamble and gap included."""
-        return self.rate_bps / ((frame_size + L1_EXTRA) * 8)
+        return self.rate_bps / ((frame_size + L1_OVERHEAD) * 8)
 
     def fps(self, frame_size: int, load_percent: float) -> float:
         """Frames/s of `load_percent` of the line rate."""

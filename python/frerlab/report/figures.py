@@ -299,6 +299,16 @@ def threshold_sweeps(sources: list[Source], label) -> list[Figure]:
     return [f for f in found if f]
 
 
+def _against_goals(t: dict, goals: list[dict]) -> str:
+    """A search trial's outcome as the search judged it: the strictest loss goal it passes
+    (a trial that lost a few frames still passes a goal that allows them), or that it fails
+    them all."""
+    met = [g["loss_ratio"] for g in goals if t["loss_ratio"] <= g["loss_ratio"]]
+    if not met:
+        return f"fails (loss > {max(g['loss_ratio'] for g in goals):g})"
+    return f"passes loss <= {min(met):g}"
+
+
 def search_traces(sources: list[Source], label) -> list[Figure]:
     found = []
     for s, u in _units(sources, "throughput"):
@@ -306,7 +316,8 @@ def search_traces(sources: list[Source], label) -> list[Figure]:
         line, start, points = d["line_rate_fps"], 0.0, []
         for t in d["trials"]:
             counted = t.get("counted", t["valid"])
-            points.append({"series": "not counted (invalid)" if not counted else _outcome(t), "x": round(start, 3),
+            points.append({"series": "not counted (invalid)" if not counted else _against_goals(t, d["goals"]),
+                           "x": round(start, 3),
                            "y": t["rate_fps"] / line * 100, "duration_s": t["duration_s"],
                            "loss_percent": t["loss_ratio"] * 100})
             start += t["duration_s"]

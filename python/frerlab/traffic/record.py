@@ -25,6 +25,9 @@ Amount = Annotated[float, Field(ge=0)]
 class _Record(BaseModel):
     model_config = ConfigDict(allow_inf_nan=False)
 
+
+#: Bytes a frame takes on the wire beyond itself: preamble, start delimiter and inter-frame gap
+#: (RFC 2544 section 20).
 L1_OVERHEAD = 20
 UDP_OVERHEAD = 46
 
