@@ -87,22 +87,30 @@ static __always_inline int rtag_pop(struct xdp_md *ctx, const struct frame *f)
 	return err ? err : bpf_xdp_adjust_head(ctx, FRER_RTAG_LEN);
 }
 
-/* Give the frame output o's destination MAC and VID / PCP (active stream identification). The
- * outer VLAN tag is in the frame here: its TCI is replaced, or a tag is inserted after the MACs.
- * Without a configured PCP a tag keeps the frame's (0 for an untagged frame). */
+/* What frer_xdp_copy needs of a frame rewritten per copy, left in its metadata by frer_xdp. */
+struct copy_meta {
+	__u16 stream;
+	__u8 vlan; /* frame.vlan */
+	__u8 pcp;  /* frame.pcp */
+};
+
+/* Give the frame (MACs `macs`, an outer VLAN tag if `vlan`, of priority `pcp`) output o's
+ * destination MAC and VID / PCP (active stream identification). The outer VLAN tag is in the
+ * frame here: its TCI is replaced, or a tag is inserted after the MACs. Without a configured PCP
+ * a tag keeps the frame's (0 for an untagged frame). */
 static __always_inline int output_rewrite(struct xdp_md *ctx, const struct frer_output *o,
-					  const struct frame *f)
+					  const __u8 *macs, __u8 vlan, __u8 pcp)
 {
 	if (o->flags & FRER_OUT_SET_VID) {
-		__u16 tci = (__u16)copy_pcp(o, f->vlan ? f->pcp : -1, 0) << 13 | (o->vid & 0x0fff);
+		__u16 tci = (__u16)copy_pcp(o, vlan ? pcp : -1, 0) << 13 | (o->vid & 0x0fff);
 		__u8 head[16] = {};
 
-		__builtin_memcpy(head, f->hdr, 12);
+		__builtin_memcpy(head, macs, 12);
 		head[12] = ETH_P_8021Q >> 8;
 		head[13] = ETH_P_8021Q & 0xff;
 		head[14] = tci >> 8;
 		head[15] = tci & 0xff;
-		if (f->vlan) {
+		if (vlan) {
 			if (bpf_xdp_store_bytes(ctx, 12, &head[12], 4))
 				return -1;
 		} else if (bpf_xdp_adjust_head(ctx, -4) || bpf_xdp_store_bytes(ctx, 0, head, 16)) {
@@ -114,18 +122,20 @@ static __always_inline int output_rewrite(struct xdp_md *ctx, const struct frer_
 	return 0;
 }
 
-/* Leave the stream's index in the frame's metadata, for frer_xdp_copy. */
-static __always_inline int mark_stream(struct xdp_md *ctx, __u32 stream)
+/* Leave the stream and what its rewrites need of the frame in the frame's metadata, for
+ * frer_xdp_copy. */
+static __always_inline int mark_stream(struct xdp_md *ctx, __u32 stream, const struct frame *f)
 {
-	void *meta, *data;
+	struct copy_meta *m;
 
-	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(stream)))
+	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(*m)))
 		return -1;
-	meta = (void *)(long)ctx->data_meta;
-	data = (void *)(long)ctx->data;
-	if (meta + sizeof(stream) > data)
+	m = (void *)(long)ctx->data_meta;
+	if ((void *)(m + 1) > (void *)(long)ctx->data)
 		return -1;
-	*(__u32 *)meta = stream;
+	m->stream = stream;
+	m->vlan = f->vlan;
+	m->pcp = f->pcp;
 	return 0;
 }
 
@@ -150,10 +160,10 @@ static __always_inline int send_copies(struct xdp_md *ctx, const struct frame *f
 		__u32 out_port = o->port % FRER_MAX_PORTS;
 
 		if (o->flags & FRER_OUT_LOCAL)
-			return output_rewrite(ctx, o, f) ? XDP_DROP : XDP_PASS;
+			return output_rewrite(ctx, o, f->hdr, f->vlan, f->pcp) ? XDP_DROP : XDP_PASS;
 		if (frer_output_discards(st, out_port, rc))
 			return XDP_DROP;
-		if (output_rewrite(ctx, o, f))
+		if (output_rewrite(ctx, o, f->hdr, f->vlan, f->pcp))
 			goto tx_error;
 		verdict = bpf_redirect(o->ifindex, 0);
 		if (verdict == XDP_REDIRECT && (sp = sp_stats_of(stream, out_port)))
@@ -165,7 +175,8 @@ static __always_inline int send_copies(struct xdp_md *ctx, const struct frame *f
 	copies = bpf_map_lookup_elem(&xdp_copies, &set);
 	if (!copies)
 		goto tx_error;
-	if (st->flags & FRER_STREAM_PER_COPY ? mark_stream(ctx, stream) : output_rewrite(ctx, o, f))
+	if (st->flags & FRER_STREAM_PER_COPY ? mark_stream(ctx, stream, f)
+					      : output_rewrite(ctx, o, f->hdr, f->vlan, f->pcp))
 		goto tx_error;
 	verdict = bpf_redirect_map(copies, 0, BPF_F_BROADCAST | XDP_DROP);
 	if (verdict != XDP_REDIRECT)
@@ -261,22 +272,23 @@ tx_error:
 }
 
 /* A copy of a stream rewritten per copy, leaving by the device map's port egress_ifindex: the
- * stream is in the metadata frer_xdp left (mark_stream), which goes; the copy gets the rewrite
- * of the stream's output to that port. Anything else is dropped and counted as a transmit
- * error of the port. */
+ * stream and the frame's outer tag are in the metadata frer_xdp left (mark_stream), which goes;
+ * the copy gets the rewrite of the stream's output to that port. Anything else is dropped and
+ * counted as a transmit error of the port. */
 SEC("xdp/devmap")
 int frer_xdp_copy(struct xdp_md *ctx)
 {
-	void *meta = (void *)(long)ctx->data_meta, *data = (void *)(long)ctx->data;
-	__u32 zero = 0, stream, len = bpf_xdp_get_buff_len(ctx);
-	struct frame *f = bpf_map_lookup_elem(&scratch, &zero);
+	struct copy_meta *meta = (void *)(long)ctx->data_meta, m;
 	struct frer_stream *st;
+	__u8 macs[12];
+	__u32 stream;
 
-	if (meta + sizeof(stream) > data)
+	if ((void *)(meta + 1) > (void *)(long)ctx->data)
 		return XDP_DROP;
-	stream = *(__u32 *)meta;
+	m = *meta;
+	stream = m.stream;
 	st = bpf_map_lookup_elem(&streams, &stream);
-	if (!st || !f || bpf_xdp_adjust_meta(ctx, sizeof(stream)))
+	if (!st || bpf_xdp_adjust_meta(ctx, sizeof(m)))
 		return XDP_DROP;
 	for (__u32 i = 0; i < FRER_MAX_OUTPUTS; i++) {
 		const struct frer_output *o = &st->out[i];
@@ -286,9 +298,8 @@ int frer_xdp_copy(struct xdp_md *ctx)
 			break;
 		if (o->ifindex != ctx->egress_ifindex)
 			continue;
-		if (len >= ETH_HLEN &&
-		    bpf_xdp_load_bytes(ctx, 0, f->hdr, len > HDR_MAX ? HDR_MAX : len) >= 0 &&
-		    frame_parse(f, len, 0, 0) == PARSE_OK && !output_rewrite(ctx, o, f))
+		if (!bpf_xdp_load_bytes(ctx, 0, macs, sizeof(macs)) &&
+		    !output_rewrite(ctx, o, macs, m.vlan, m.pcp))
 			return XDP_PASS;
 		ps = port_stats_of(o->port % FRER_MAX_PORTS);
 		if (ps)
