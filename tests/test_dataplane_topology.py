@@ -1,7 +1,7 @@
 """A stream through a two-path namespace topology with the eBPF data plane (TwoPath): talker
 - sw1 (numbers and replicates onto paths a and b) - sw2 (eliminates, removes the R-TAG) -
 listener. frerlab's receiver at the listener must see every frame exactly once, also while
-path a is cut, and sw2's recovery counters must prove the elimination; the plain-redirect
+path a is cut, on tc and on XDP, and sw2's recovery counters must prove the elimination; the plain-redirect
 baseline on path a alone loses what is sent during the same cut, and the plain two-path
 baselines (the benchmark's "plain-dual", tc and XDP) carry every frame on both paths and
 deliver it once. Nodes loaded with room for more streams than arrays hold run on hash maps
@@ -35,9 +35,10 @@ def wait_until(condition, what: str, timeout: float = 20.0) -> None:
         time.sleep(0.01)
 
 
+@pytest.mark.parametrize("mode", ["frer", "xdp-frer"])
 @pytest.mark.parametrize("size", [64, 1518])
-def test_every_frame_arrives_exactly_once_over_two_paths(size):
-    with TwoPath("frer") as net:
+def test_every_frame_arrives_exactly_once_over_two_paths(size, mode):
+    with TwoPath(mode) as net:
         stream = stream_through(net, 3000, size=size)
         counters = net.sw2.recovery_counters(0)
     assert (stream["expected"], stream["unique"], stream["lost"], stream["duplicates"]) == (3000, 3000, 0, 0)
@@ -46,8 +47,9 @@ def test_every_frame_arrives_exactly_once_over_two_paths(size):
     assert counters["lost_packets"] == counters["rogue_packets"] == 0
 
 
-def test_cutting_path_a_mid_stream_loses_nothing_with_frer():
-    with TwoPath("frer") as net:
+@pytest.mark.parametrize("mode", ["frer", "xdp-frer"])
+def test_cutting_path_a_mid_stream_loses_nothing_with_frer(mode):
+    with TwoPath(mode) as net:
         passed = lambda: net.sw2.recovery_counters(0)["passed_packets"]  # noqa: E731
 
         def cut_and_restore():
