@@ -19,7 +19,8 @@ from frerlab.bench.campaign import TRIAL_OVERHEAD_S, Campaign, fingerprint, pars
 from frerlab.bench.cli import resume_command
 from frerlab.bench.results import summarize, summary_csv
 from frerlab.bench.search import GeneratorShortfall, TrialResult, binary_search
-from frerlab.bench.trial import TrialOutcome, flags
+from frerlab.bench.steps.recovery import spoiled_by_tester as recovery_spoiled_by_tester
+from frerlab.bench.trial import Flag, TrialOutcome, flags
 from frerlab.errors import UsageError
 
 CLI = [sys.executable, "-m", "frerlab.cli"]
@@ -240,3 +241,15 @@ def test_an_interrupted_run_names_the_command_that_completes_it():
     assert resume_command(Path("c.yaml"), Path("r1"), None) == "frerlab bench run c.yaml --out r1 --resume"
     assert resume_command(Path("c.yaml"), Path("r1"), ["tcp", "latency"]) == \
         "frerlab bench run c.yaml --out r1 --resume --steps tcp,latency", "resume keeps to the steps it had"
+
+
+@pytest.mark.parametrize("changes, background, again", [
+    ({}, {}, False),                                                    # valid: nothing to redo
+    ({}, {"shortfall": True, "unsent_due": 0}, True),                   # the overload lagged, all sent
+    ({}, {"shortfall": True, "unsent_due": 40}, False),                 # the overload rate cannot be reached
+    ({"flags": [Flag("receiver_socket_drops", "", True)]}, {}, True),  # the listener's socket, once
+    ({"flags": [Flag("sender_host_drops", "", True)]}, {}, False),      # lost before the DUT: not passing
+    ({"flags": [Flag("sender_host_drops", "", True)]}, {"shortfall": True, "unsent_due": 0}, False),
+])
+def test_a_recovery_trial_is_redone_only_when_the_tester_spoiled_it_in_passing(changes, background, again):
+    assert recovery_spoiled_by_tester(outcome(**changes), background) == again
