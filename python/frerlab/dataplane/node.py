@@ -78,9 +78,10 @@ def map_shapes(streams: int) -> dict[str, tuple[str, int]]:
             "stream_port_stats": ("percpu_array", ARRAY_STREAMS * layout.MAX_PORTS)}
 
 
-def copies_differ(outputs: list) -> bool:
-    """Whether a stream's outputs (config.Output) rewrite their copies differently."""
-    return len({(o.flags, o.dmac, o.vid, o.pcp) for o in outputs}) > 1
+def copies_differ(outputs: list[bytes]) -> bool:
+    """Whether a stream's outputs (packed struct frer_output) rewrite their copies differently."""
+    rewrites = {(flags, vid, dmac, pcp) for _, flags, vid, dmac, _, pcp in map(layout.OUTPUT.unpack, outputs)}
+    return len(rewrites) > 1
 
 
 def percpu_sum(maps: dict[str, bpfsys.Map], name: str, index: int) -> list[int]:
@@ -199,7 +200,7 @@ class Node:
         dmacs = dmacs or {}
         outs = [layout.output(self.ifindex(p), layout.OUT_SET_DMAC if p in dmacs else 0, self.ports.index(p),
                               dmac=dmacs.get(p, bytes(6))) for p in outputs]
-        per_copy = self.xdp and len({dmacs.get(p) for p in outputs}) > 1
+        per_copy = self.xdp and copies_differ(outs)
         flags = ((layout.STREAM_GENERATE if generate else 0) | (layout.STREAM_ENCODE if encode else 0)
                  | (layout.STREAM_RECOVER if recovery else 0) | (layout.STREAM_PER_COPY if per_copy else 0))
         copies = self._xdp_copies([self.ifindex(p) for p in outputs], per_copy)
@@ -222,7 +223,7 @@ class Node:
         for stream, (flags, outputs) in enumerate(plan.streams):
             outs = [layout.output(0 if o.port == LOCAL else ifindexes[o.port], o.flags, o.index,
                                   o.vid, o.dmac, o.pcp) for o in outputs]
-            if self.xdp and copies_differ(outputs):
+            if self.xdp and copies_differ(outs):
                 flags |= layout.STREAM_PER_COPY
             copies = self._xdp_copies([ifindexes[o.port] for o in outputs if o.port != LOCAL],
                                       per_copy=bool(flags & layout.STREAM_PER_COPY))
