@@ -96,6 +96,22 @@ def test_the_seed_campaign_is_the_seeds_methodology():
     assert (sweep.coarse.trial_s, sweep.fine.trial_s, sweep.verify.trial_s, sweep.ultra_fine.trial_s) == (5, 10, 30, 10)
 
 
+def test_the_small_frame_campaign_is_the_seed_campaign_at_a_lower_rate_and_nothing_else():
+    small, _ = read_campaign(ROOT / "campaigns" / "seed-small-frames.yaml")
+    seed, _ = read_campaign(ROOT / "campaigns" / "seed-methodology.yaml")
+    assert small.system.rate_bps == 20_000_000
+    assert small.system.model_dump() == {**seed.system.model_dump(), "rate": small.system.rate}
+    seed_steps = {s.kind: s.model_dump() for s in seed.steps}
+    varied = {"name", "frame_sizes", "loads"}
+    for step in small.steps:
+        mine = step.model_dump()
+        # every other parameter (search, trial length, repetitions, loads' meaning) is the seed campaign's
+        assert {k: v for k, v in mine.items() if k not in varied} == \
+            {k: v for k, v in seed_steps[step.kind].items() if k not in varied}
+        assert set(mine["frame_sizes"]) <= set(seed_steps[step.kind]["frame_sizes"])
+        assert set(mine.get("loads", [])) <= set(seed_steps[step.kind].get("loads", []))
+
+
 def test_the_methodology_experiment_runs_the_seeds_two_procedures_on_one_network():
     c, _ = read_campaign(ROOT / "campaigns" / "methodology-experiment.yaml")
     assert c.system.modes == ["control"] and c.system.impair == {"a": {"loss": 1e-5}}
