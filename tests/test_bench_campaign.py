@@ -99,7 +99,7 @@ def test_the_seed_campaign_is_the_seeds_methodology():
 def test_the_small_frame_campaign_is_the_seed_campaign_at_a_lower_rate_and_nothing_else():
     small, _ = read_campaign(ROOT / "campaigns" / "seed-small-frames.yaml")
     seed, _ = read_campaign(ROOT / "campaigns" / "seed-methodology.yaml")
-    assert small.system.rate_bps == 20_000_000
+    assert small.system.rate_bps == 5_000_000
     assert small.system.model_dump() == {**seed.system.model_dump(), "rate": small.system.rate}
     seed_steps = {s.kind: s.model_dump() for s in seed.steps}
     varied = {"name", "frame_sizes", "loads"}
