@@ -28,17 +28,17 @@ CLI = [sys.executable, "-m", "frerlab.cli"]
 
 #: quick.yaml's DUT: paths at 10 Mbit/s behind 20 Mbit/s host links, 32 KiB queues.
 PATH_BPS, LINK_BPS, QUEUE = 10e6, 20e6, 32768
-#: What a frame of F bytes (FCS included) occupies in a path's token bucket: the kernel counts
-#: it without FCS; with FRER it carries a VLAN tag and an R-TAG (4 + 6 bytes).
-ON_PATH = {"frer": -4 + 10, "control": -4}
+#: The tags a frame carries on a path: with FRER a VLAN tag and an R-TAG (4 + 6 bytes).
+TAGS = {"frer": 4 + 6, "control": 0}
 
 
 def capacity_fps(mode: str, frame: int, duration_s: float) -> float:
     """Frames/s a path forwards over a trial of `duration_s`: its rate, plus what its queue and
     its token bucket's burst (at least two 1506-byte frames, and 1 ms) absorb once."""
-    size = frame + ON_PATH[mode]
+    wire = frame + TAGS[mode] + 20  # what the token bucket charges: the frame as on the wire
+    held = frame + TAGS[mode] - 4  # what the queue limit counts: the bytes a veth carries (no FCS)
     burst = max(2 * 1506 + 64, PATH_BPS / 8 / 1000)
-    return PATH_BPS / (size * 8) + (QUEUE + burst) / size / duration_s
+    return PATH_BPS / (wire * 8) + (QUEUE / held + burst / wire) / duration_s
 
 
 def line_fps(frame: int) -> float:
@@ -152,6 +152,17 @@ def test_a_talker_offering_beyond_its_link_is_flagged_as_lost_before_the_dut(slo
     # what the talker dropped (data frames, and maybe the 3 end-of-stream probes) is part of the
     # loss, and is not the DUT's
     assert t.lost >= host - 3
+
+
+def test_a_link_carries_the_frames_per_second_of_ethernet_not_of_the_bytes_a_veth_carries(slow_bed, tmp_path):
+    # 115 % of 10 Mbit/s Ethernet in 64-byte frames (84 bytes each on the wire) for 2 s backs the
+    # talker's link up by 0.3 s; a token bucket charging only the 60 bytes a veth carries would
+    # pass 140 % and queue nothing. (The backlog holds the sender's socket memory, so the sender
+    # may fall behind its schedule and the trial be flagged: every frame is still sent.)
+    t = generator_trial(slow_bed, 64, slow_bed.fps(64, 115), 2.0, tmp_path, attempts=1)
+    assert t.sent >= t.offered and t.lost == 0, t.flags
+    backlog_s = t.latency_ns["max"] / 1e9
+    assert 0.22 <= backlog_s <= 0.36, f"the last frames waited {backlog_s:.3f} s"
 
 
 def test_a_listener_that_stops_reading_is_flagged_as_lost_after_the_dut(slow_bed, tmp_path):

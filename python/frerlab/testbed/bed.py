@@ -36,8 +36,9 @@ from frerlab.impair import PathImpairment
 from frerlab.impair import remove_leftovers as remove_path_leftovers
 from frerlab.names import MAX_IFNAME, RUN_DIR, check_name, inside, name_problem
 from frerlab.netns import Namespaces, exists, link_info
-from frerlab.sim.units import rate_bps, size_bytes
+from frerlab.sim.units import MIN_FRAME_BYTES, rate_bps, size_bytes
 from frerlab.testbed import plan
+from frerlab.traffic.record import L1_OVERHEAD
 from frerlab.files import write_atomic
 
 STATE_DIR = RUN_DIR / "testbed"
@@ -48,6 +49,11 @@ PATHS = ("a", "b")
 LINK_MTU, IP_MTU = 1506, 1500
 #: Transmit queue of a host interface, in bytes (about 1000 full-size frames).
 HOST_QUEUE = 1_500_000
+#: What a frame costs an Ethernet link beyond the bytes a veth carries (its FCS, preamble, start
+#: delimiter and inter-frame gap), and the least it costs (a 64-byte frame): the token buckets
+#: charge these, so a link at `rate` carries the frames/s of real Ethernet at every size.
+WIRE_EXTRA = 4 + L1_OVERHEAD
+WIRE_MIN = MIN_FRAME_BYTES + L1_OVERHEAD
 DEFAULT_NAME = "frerlab"
 DEFAULT_RATE = "100Mbps"
 DEFAULT_QUEUE_LIMIT = "64KiB"
@@ -227,7 +233,7 @@ def _shape(net: Namespaces, link: Link, role: str, ifname: str, settings: Settin
     rate = settings.path_rate_bps if _is_path_link(link) else settings.rate_bps
     burst = max(2 * LINK_MTU + 64, rate // 8 // 1000)  # at least 1 ms of traffic
     net.run(role, "tc", "qdisc", "replace", "dev", ifname, "root", "tbf", "rate", f"{rate}bit",
-            "burst", str(burst), "limit", str(limit))
+            "burst", str(burst), "limit", str(limit), "overhead", str(WIRE_EXTRA), "mpu", str(WIRE_MIN))
 
 
 def _is_path_link(link: Link) -> bool:
