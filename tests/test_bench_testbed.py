@@ -20,6 +20,8 @@ import pytest
 from conftest import NEEDS_BPF, ROOT
 from frerlab.bench.run import campaign_testbed
 from frerlab.bench import campaign, target
+from frerlab.bench.steps import Context
+from frerlab.bench.steps import throughput as throughput_step
 from frerlab.bench.trial import generator_trial
 from frerlab.testbed import bed
 
@@ -152,6 +154,20 @@ def test_a_talker_offering_beyond_its_link_is_flagged_as_lost_before_the_dut(slo
     # what the talker dropped (data frames, and maybe the 3 end-of-stream probes) is part of the
     # loss, and is not the DUT's
     assert t.lost >= host - 3
+
+
+def test_a_search_the_generator_cannot_finish_keeps_the_trials_it_ran(slow_bed, tmp_path):
+    # the testbed claimed to be 10 Gbit/s: half its 64-byte line rate, 7.4 M frames/s, is beyond any sender here
+    fast = dataclasses.replace(slow_bed, rate_bps=10_000_000_000)
+    step = campaign.Throughput(kind="throughput", frame_sizes=[64],
+                               search={"kind": "binary", "iterations": 2, "trial_s": 0.5})
+    outcome = throughput_step.run(Context(fast, tmp_path), step, {"frame_size": 64})
+    assert not outcome["valid"] and outcome["flags"][-1]["name"] == "failed" and not outcome["metrics"]
+    detail = outcome["detail"]
+    # the first rate's three attempts, each on disk, none counted
+    assert [t["counted"] for t in detail["trials"]] == [False] * 3 and detail["total_trial_s"] == 1.5
+    assert sorted(p.name for p in (tmp_path / "trials").iterdir()) == ["000", "001", "002"]
+    assert detail["goals"] == [{"loss_ratio": 1e-5, "rate": None}]
 
 
 def test_a_link_carries_the_frames_per_second_of_ethernet_not_of_the_bytes_a_veth_carries(slow_bed, tmp_path):

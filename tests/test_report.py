@@ -226,3 +226,24 @@ def test_a_search_trial_is_drawn_as_the_search_judged_it():
     mlr = [{"loss_ratio": 0}, {"loss_ratio": 0.005}]
     assert [_against_goals({"loss_ratio": r}, mlr) for r in (0, 0.001, 0.01)] == \
         ["passes loss <= 0", "passes loss <= 0.005", "fails (loss > 0.005)"]
+
+
+def test_a_search_that_stopped_short_is_drawn_and_a_unit_without_trials_is_skipped(tmp_path):
+    """A throughput search the generator could not finish keeps its trials (drawn, no rate found
+    as a rule); a unit whose tool failed before any trial has nothing to draw and stops nothing."""
+    copy = tmp_path / "quick"
+    shutil.copytree(QUICK, copy)
+    searched = copy / "units/throughput/frer/frame_size=1024/r1/result.json"
+    r = json.loads(searched.read_text())
+    failed = {"name": "failed", "detail": "the generator sent 10 of 20 frames", "invalidates": True}
+    r.update(metrics={}, valid=False, flags=[failed])
+    r["detail"]["goals"] = [{**g, "rate": None} for g in r["detail"]["goals"]]
+    searched.write_text(json.dumps(r))
+    swept = copy / "units/threshold_sweep/frer/frame_size=1024/r1/result.json"
+    s = json.loads(swept.read_text())
+    swept.write_text(json.dumps({**s, "metrics": {}, "valid": False, "flags": [failed], "detail": {}}))
+    write_summary(copy, [json.loads(p.read_text()) for p in sorted((copy / "units").rglob("result.json"))])
+    drawn = {f.id: f for f in write_report([copy], tmp_path / "r.html")}
+    trace = next(f for i, f in drawn.items() if i.startswith("search-"))
+    assert len(trace.points) == len(r["detail"]["trials"]) and not trace.rules
+    assert not any(i.startswith("sweep-") for i in drawn)

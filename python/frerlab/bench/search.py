@@ -47,7 +47,12 @@ from frerlab.errors import UsageError
 
 
 class GeneratorShortfall(RuntimeError):
-    """Every attempt of a trial sent less than it offered: the rate cannot be measured."""
+    """Every attempt of a trial sent less than it offered: the rate cannot be measured.
+    `records` are the trials the search had run, that rate's attempts included."""
+
+    def __init__(self, message: str, records: list[TrialRecord]) -> None:
+        super().__init__(message)
+        self.records = records
 
 
 @dataclass(frozen=True)
@@ -153,11 +158,12 @@ class _Runner:
                 return record
         if result.invalid:
             raise GeneratorShortfall(f"every one of {self.retries + 1} trials at rate {rate:g} was invalid, "
-                                     f"the last because {result.invalid}: lower max_rate to what the hosts can do")
+                                     f"the last because {result.invalid}: lower max_rate to what the hosts can do",
+                                     self.records)
         raise GeneratorShortfall(
             f"the generator sent {result.sent} of {result.offered} frames at rate {rate:g} "
             f"({result.shortfall:.3%} short, tolerance {self.tolerance:.3%}) in {self.retries + 1} attempts: "
-            "lower max_rate to what the generator can send")
+            "lower max_rate to what the generator can send", self.records)
 
 
 def binary_search(

@@ -271,9 +271,11 @@ def tcp_baseline(sources: list[Source], label) -> Figure | None:
 
 
 def _units(sources: list[Source], kind: str) -> Iterable[tuple[Source, dict]]:
+    """The units of `kind` that kept their trials (a unit whose tool failed before any trial
+    ran has none to draw)."""
     for s in sources:
         for u in s.units:
-            if u["unit"]["kind"] == kind:
+            if u["unit"]["kind"] == kind and "trials" in u["detail"]:
                 yield s, u
 
 

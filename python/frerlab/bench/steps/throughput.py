@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections import Counter
 
 from frerlab.bench.campaign import BinarySearch, Throughput
-from frerlab.bench.search import Goal, SearchResult, TrialResult, binary_search, mlr_search
+from frerlab.bench.search import (GeneratorShortfall, Goal, SearchResult, TrialRecord, TrialResult,
+                                  binary_search, mlr_search)
 from frerlab.bench.steps import Context, result
 from frerlab.bench.trial import Flag, TrialOutcome, generator_trial
 
@@ -29,18 +30,35 @@ def run(ctx: Context, step: Throughput, params: dict) -> dict:
 
     low, high = line * step.min_load / 100, line * step.max_load / 100
     search = step.search
-    if isinstance(search, BinarySearch):
-        found = binary_search(trial, low, high, iterations=search.iterations, trial_duration_s=search.trial_s,
-                              loss_threshold=search.loss_threshold, send_tolerance=step.send_tolerance)
-    else:
-        goals = [Goal(g.loss_ratio, g.final_trial_s, g.duration_sum_s or g.final_trial_s, g.exceed_ratio,
-                      g.relative_width) for g in search.goals]
-        found = mlr_search(trial, max(low, high / 1000), high, goals, initial_trial_duration_s=search.initial_trial_s,
-                           phases=search.phases, send_tolerance=step.send_tolerance)
-    return result(_metrics(found, frame, line), _flags(outcomes), {
-        "line_rate_fps": line, "search": search.kind, "total_trial_s": found.total_trial_s,
-        "goals": [vars(g) for g in found.goals],
-        "trials": [{**t.record(), "counted": r.valid} for t, r in zip(outcomes, found.trials)]})
+    try:
+        if isinstance(search, BinarySearch):
+            found = binary_search(trial, low, high, iterations=search.iterations, trial_duration_s=search.trial_s,
+                                  loss_threshold=search.loss_threshold, send_tolerance=step.send_tolerance)
+        else:
+            goals = [Goal(g.loss_ratio, g.final_trial_s, g.duration_sum_s or g.final_trial_s, g.exceed_ratio,
+                          g.relative_width) for g in search.goals]
+            found = mlr_search(trial, max(low, high / 1000), high, goals,
+                               initial_trial_duration_s=search.initial_trial_s, phases=search.phases,
+                               send_tolerance=step.send_tolerance)
+    except GeneratorShortfall as err:
+        # the search stopped at a rate the generator could not offer: what it ran so far is kept
+        # (a report draws it), with no rate found for any goal
+        if isinstance(search, BinarySearch):
+            ratios = [search.loss_threshold]
+        else:
+            ratios = [g.loss_ratio for g in search.goals]
+        goals_unmet = [{"loss_ratio": r, "rate": None} for r in ratios]
+        return result({}, [*_flags(outcomes), Flag("failed", str(err), True)],
+                      _detail(line, search.kind, outcomes, err.records, goals_unmet))
+    return result(_metrics(found, frame, line), _flags(outcomes),
+                  _detail(line, search.kind, outcomes, found.trials, [vars(g) for g in found.goals]))
+
+
+def _detail(line: float, kind: str, outcomes: list[TrialOutcome], records: list[TrialRecord],
+            goals: list[dict]) -> dict:
+    """The search as run: every trial's record, and whether the search counted it."""
+    return {"line_rate_fps": line, "search": kind, "total_trial_s": sum(r.duration_s for r in records),
+            "goals": goals, "trials": [{**t.record(), "counted": r.valid} for t, r in zip(outcomes, records)]}
 
 
 def _metrics(found: SearchResult, frame: int, line: float) -> dict:
