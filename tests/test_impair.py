@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import NEEDS_BPF, ROOT
+from conftest import NEEDS_BPF, ROOT, Z_ONE_IN_A_MILLION, binomial_bounds
 from frerlab.errors import UsageError
 from frerlab.impair import GilbertElliott, Impairment, PathImpairment, remove_leftovers
 from frerlab.impair.path import PIN_ROOT, STATE_ROOT
@@ -113,13 +113,6 @@ def _median_latency_ns(report: dict) -> int:
     return dict((p, v) for p, v in report["latency_ns"]["percentiles"])[50.0]
 
 
-def _binomial_ci99(n: int, p: float) -> tuple[float, float]:
-    """The interval that holds the measured fraction of n Bernoulli(p) trials with 99 %
-    probability (normal approximation, z = 2.576)."""
-    half = 2.576 * math.sqrt(p * (1 - p) / n)
-    return p - half, p + half
-
-
 def _delay_line_pids(name: str) -> list[int]:
     """Delay-line processes of element `name`, found with pgrep."""
     found = subprocess.run(["pgrep", "-f", f"frerlab.impair.delayline {STATE_ROOT / name}$"],
@@ -166,16 +159,16 @@ def _delta(after: dict, before: dict, key: str) -> int:
     return after["forward"][key] - before["forward"][key]
 
 
-def test_bernoulli_loss_measures_within_its_99_percent_interval(clean):
+def test_bernoulli_loss_measures_within_its_binomial_bounds(clean):
     harness, element = clean
     element.set("forward", loss=0.05)
     before = element.counters()
     report, _ = harness.stream(20_000, 20_000)
     after = element.counters()
     assert report["expected"] == 20_000
-    low, high = _binomial_ci99(20_000, 0.05)
+    low, high = binomial_bounds(20_000, 0.05)
     measured = report["lost"] / report["expected"]
-    assert low <= measured <= high, f"loss {measured:.4f} outside the 99 % interval {low:.4f}..{high:.4f}"
+    assert low <= measured <= high, f"loss {measured:.4f} outside {low:.4f}..{high:.4f}"
     # Every loss is the element's, and only Bernoulli's (the element may also have dropped some
     # of the sender's end-of-stream probes, the frames beyond the data frames).
     probes = _delta(after, before, "frames_in") - 20_000
@@ -195,11 +188,12 @@ def test_gilbert_elliott_loss_rate_and_burst_length(clean):
     # them all with the last data frames: then the receiver cannot know n, the test does.
     assert report["expected"] == n or (not report["end_seen"] and report["expected"] <= n)
     # Loss rate: for a two-state chain the variance of the loss count over n frames is
-    # n * pi(1 - pi) * (1 + lam) / (1 - lam), lam = 1 - p_gb - p_bg; allow 4 standard deviations.
+    # n * pi(1 - pi) * (1 + lam) / (1 - lam), lam = 1 - p_gb - p_bg; allow Z_ONE_IN_A_MILLION of them.
     pi, lam = ge.stationary_loss(), 1 - ge.p_good_to_bad - ge.p_bad_to_good
     sd = math.sqrt(pi * (1 - pi) * (1 + lam) / (1 - lam) / n)
     measured = (n - report["unique"]) / n
-    assert abs(measured - pi) <= 4 * sd, f"loss {measured:.4f}, stationary {pi:.4f} +- {4 * sd:.4f}"
+    z = Z_ONE_IN_A_MILLION
+    assert abs(measured - pi) <= z * sd, f"loss {measured:.4f}, stationary {pi:.4f} +- {z * sd:.4f}"
     # Bursts: runs of consecutive missing numbers, geometric with mean 1 / p_bad_to_good.
     received = set(seqs)
     bursts, run = [], 0
@@ -214,7 +208,7 @@ def test_gilbert_elliott_loss_rate_and_burst_length(clean):
         bursts.append(run)
     mean, expected_mean = statistics.mean(bursts), ge.mean_bad_run()
     sd_mean = math.sqrt(1 - ge.p_bad_to_good) / ge.p_bad_to_good / math.sqrt(len(bursts))
-    assert abs(mean - expected_mean) <= 4 * sd_mean, f"mean burst {mean:.2f} over {len(bursts)} bursts"
+    assert abs(mean - expected_mean) <= z * sd_mean, f"mean burst {mean:.2f} over {len(bursts)} bursts"
     assert max(bursts) >= 8, "bursts, not isolated losses"
 
 

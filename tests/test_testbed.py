@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import NEEDS_BPF
+from conftest import NEEDS_BPF, binomial_bounds
 
 from frerlab.errors import UsageError
 from frerlab.testbed import bed, failover, plan
@@ -215,10 +215,9 @@ def test_configured_loss_measures_within_its_confidence_interval(control_bed, tm
         stream = _stream(control_bed, tmp_path, 20000, rate="20k")
     finally:
         control_bed.impair("a", clear=True)
-    n, p = stream["expected"], 0.05
-    half_width = 2.576 * math.sqrt(p * (1 - p) / n)  # binomial, 99 %
-    measured = stream["lost"] / n
-    assert abs(measured - p) <= half_width, f"loss {measured:.4f} outside 0.05 +- {half_width:.4f} (n={n})"
+    low, high = binomial_bounds(stream["expected"], 0.05)
+    measured = stream["lost"] / stream["expected"]
+    assert low <= measured <= high, f"loss {measured:.4f} outside {low:.4f}..{high:.4f} (n={stream['expected']})"
 
 
 def median_ns(stream: dict) -> int:
