@@ -323,7 +323,7 @@ def test_jitter_and_reorder_reorder_frames(clean):
     reordered, _ = harness.stream(5000, 20_000)
     early = element.counters()["forward"]["delay_line"]["early"] - before["early"]
     assert reordered["lost"] == 0
-    low, high = _binomial_ci99(5000, 0.1)
+    low, high = binomial_bounds(5000, 0.1)
     assert low <= early / 5000 <= high, f"{early} of 5000 sent at once"
     # A frame sent at once overtakes the ~40 frames still held (2 ms at 20k frames/s), and
     # RFC 4737 counts each of those, arriving below the highest number seen, as reordered.
@@ -334,7 +334,7 @@ def test_duplication_makes_the_configured_fraction(clean):
     harness, element = clean
     element.set("forward", duplicate=0.1)
     report, _ = harness.stream(20_000, 20_000)
-    low, high = _binomial_ci99(20_000, 0.1)
+    low, high = binomial_bounds(20_000, 0.1)
     assert report["lost"] == 0
     assert low <= report["duplicates"] / 20_000 <= high, report["duplicates"]
 
