@@ -44,6 +44,7 @@ def binomial_bounds(n: int, p: float) -> tuple[float, float]:
     half = Z_ONE_IN_A_MILLION * math.sqrt(p * (1 - p) / n)
     return p - half, p + half
 
+
 def needs_netns(test):
     """Marks a test that creates network namespaces (`root`; skipped, with the reason, where
     that is impossible)."""

@@ -6,7 +6,6 @@ iperf3 UDP run that loses nothing while path a is cut in frer mode."""
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 import signal

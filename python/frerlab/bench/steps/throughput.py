@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections import Counter
 
 from frerlab.bench.campaign import BinarySearch, Throughput
-from frerlab.bench.search import (GeneratorShortfall, Goal, SearchResult, TrialRecord, TrialResult,
-                                  binary_search, mlr_search)
+from frerlab.bench.search import (GeneratorShortfall, Goal, SearchResult, TrialResult, binary_search,
+                                  mlr_search)
 from frerlab.bench.steps import Context, result
 from frerlab.bench.trial import Flag, TrialOutcome, generator_trial
 
@@ -43,22 +43,18 @@ def run(ctx: Context, step: Throughput, params: dict) -> dict:
     except GeneratorShortfall as err:
         # the search stopped at a rate the generator could not offer: what it ran so far is kept
         # (a report draws it), with no rate found for any goal
-        if isinstance(search, BinarySearch):
-            ratios = [search.loss_threshold]
-        else:
-            ratios = [g.loss_ratio for g in search.goals]
-        goals_unmet = [{"loss_ratio": r, "rate": None} for r in ratios]
+        ratios = [search.loss_threshold] if isinstance(search, BinarySearch) else [g.loss_ratio for g in search.goals]
         return result({}, [*_flags(outcomes), Flag("failed", str(err), True)],
-                      _detail(line, search.kind, outcomes, err.records, goals_unmet))
+                      _detail(line, search.kind, outcomes, SearchResult([], err.records),
+                              [{"loss_ratio": r, "rate": None} for r in ratios]))
     return result(_metrics(found, frame, line), _flags(outcomes),
-                  _detail(line, search.kind, outcomes, found.trials, [vars(g) for g in found.goals]))
+                  _detail(line, search.kind, outcomes, found, [vars(g) for g in found.goals]))
 
 
-def _detail(line: float, kind: str, outcomes: list[TrialOutcome], records: list[TrialRecord],
-            goals: list[dict]) -> dict:
+def _detail(line: float, kind: str, outcomes: list[TrialOutcome], ran: SearchResult, goals: list[dict]) -> dict:
     """The search as run: every trial's record, and whether the search counted it."""
-    return {"line_rate_fps": line, "search": kind, "total_trial_s": sum(r.duration_s for r in records),
-            "goals": goals, "trials": [{**t.record(), "counted": r.valid} for t, r in zip(outcomes, records)]}
+    return {"line_rate_fps": line, "search": kind, "total_trial_s": ran.total_trial_s, "goals": goals,
+            "trials": [{**t.record(), "counted": r.valid} for t, r in zip(outcomes, ran.trials)]}
 
 
 def _metrics(found: SearchResult, frame: int, line: float) -> dict:
