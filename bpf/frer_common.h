@@ -37,7 +37,13 @@
 #ifndef FRER_MAX_RCVY
 #define FRER_MAX_RCVY 65536
 #endif
-/* (stream, port) counter entries of `stream_port_stats`, made on a pair's first frame. */
+/* (stream, port) counter entries of `stream_port_stats`. Unlike the other hash maps it is
+ * preallocated: an element of a BPF_F_NO_PREALLOC per-CPU hash comes from a cache the kernel
+ * refills with atomic per-CPU allocations, which only find per-CPU pages already populated, so
+ * 200k entries written in a row (a 64k-stream node configured) were refused (ENOMEM) whenever
+ * the per-CPU allocator was behind, which depended on what ran before. Preallocated, every
+ * element is allocated when the map is created, where the kernel may sleep; the loader sizes it
+ * to the pairs its ports allow (python/frerlab/dataplane/node.py map_shapes). */
 #ifndef FRER_MAX_STREAM_PORTS
 #define FRER_MAX_STREAM_PORTS 262144
 #endif
@@ -270,7 +276,8 @@ struct frer_port_stats {
 };
 
 /* Per port and stream counters (per-CPU hash `stream_port_stats`, key stream * MAX_PORTS + port,
- * made zero by the program on the pair's first frame; no entry: all zero),
+ * made zero when the node is configured or by the program on the pair's first frame; no entry:
+ * all zero),
  * by where the stream identification function sits (802.1CB 9.1.1, the YANG in-facing and
  * out-facing containers): frames received are identified out-facing (coming from the physical
  * interface), frames the host sends in-facing (coming from the system). */
@@ -378,7 +385,6 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
 	__uint(max_entries, FRER_MAX_STREAM_PORTS);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u32);
 	__type(value, struct frer_stream_port_stats);
 } stream_port_stats SEC(".maps");

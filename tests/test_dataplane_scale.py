@@ -16,14 +16,18 @@ import pytest
 from conftest import NEEDS_BPF, SHAPES, _pinned
 
 from frerlab.dataplane import bpfsys, layout
+from frerlab.dataplane.node import possible_cpus
 from frerlab.dataplane.twopath import TwoPath
 
 pytestmark = NEEDS_BPF
 
 STREAMS = layout.MAX_STREAMS
 #: The most memory one node's maps may take with 64k streams (about 1 KiB per stream), and
-#: with none configured.
+#: with none configured besides the per-CPU counters a node on hash maps preallocates.
 MAX_NODE_BYTES, MAX_EMPTY_NODE_BYTES = 96 << 20, 16 << 20
+#: The most a preallocated stream_port_stats entry takes besides its per-CPU values (the
+#: element and its share of the hash buckets).
+MAX_ENTRY_OVERHEAD = 128
 
 
 def map_bytes(pin_dir: Path) -> dict[str, int]:
@@ -42,6 +46,10 @@ def test_an_empty_node_takes_a_few_megabytes(shape):
     with _pinned(f"frerlab-test-{os.getpid()}-empty-{shape}", SHAPES[shape]) as (pin_dir, _, _):
         sizes = map_bytes(pin_dir)
     print(f"empty frer.o, {shape} maps: {sum(sizes.values()) / 2**20:.1f} MiB: {sizes}")
+    if shape == "hash":
+        entries = SHAPES[shape]["stream_port_stats"][1]
+        per_entry = layout.STREAM_PORT_STATS.size * possible_cpus() + MAX_ENTRY_OVERHEAD
+        assert sizes.pop("stream_port_stats") < entries * per_entry
     assert sum(sizes.values()) < MAX_EMPTY_NODE_BYTES
 
 

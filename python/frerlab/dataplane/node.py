@@ -23,7 +23,6 @@ failure half-way; `remove_leftovers(name)` clears what a killed run left.
 from __future__ import annotations
 
 import errno
-import time
 from pathlib import Path
 
 from frerlab.dataplane import bpfsys, layout
@@ -47,13 +46,10 @@ MAP_SIZES = {  # map name: (key size, value size), as in bpf/frer_common.h
 }
 #: A node with at most this many streams keeps its per-stream state in arrays of this many
 #: streams' entries (about 5.5 MiB with 2 CPUs, mostly recovery instances); one with more in
-#: frer.o's hash maps, allocated as entries are written, up to layout.MAX_STREAMS streams.
+#: frer.o's hash maps, allocated as entries are written, up to layout.MAX_STREAMS streams,
+#: except the per-CPU stream_port_stats, preallocated for every (stream, port) pair of the
+#: node (bpf/frer_common.h says why).
 ARRAY_STREAMS = 1024
-#: How long a map update refused for want of a free per-CPU element (ENOMEM) is retried, with
-#: pauses from 1 ms doubling up to 64 ms: the kernel refills its element cache, and populates
-#: per-CPU memory, in the background. (A 64k-stream node built after a 1k-stream node on
-#: arrays was refused for all 10 s on kernel 6.18: docs/PERFORMANCE.md.)
-ENOMEM_PATIENCE_S = 10.0
 #: Per-CPU counter maps: name -> layout of one CPU's value.
 PERCPU_MAPS = {"port_stats": layout.PORT_STATS, "stream_port_stats": layout.STREAM_PORT_STATS}
 
@@ -64,14 +60,16 @@ def possible_cpus() -> int:
     return sum(int(r.split("-")[-1]) - int(r.split("-")[0]) + 1 for r in text.split(","))
 
 
-def map_shapes(streams: int) -> dict[str, tuple[str, int]]:
-    """The per-stream maps of a node of `streams` streams, reshaped for the loader (name ->
-    (type, max_entries)): arrays holding ARRAY_STREAMS streams when they fit; else none
-    reshaped (frer.o's own hash maps, up to layout.MAX_STREAMS streams)."""
+def map_shapes(streams: int, ports: int = layout.MAX_PORTS) -> dict[str, tuple[str, int]]:
+    """The per-stream maps of a node of `streams` streams on `ports` ports, reshaped for the
+    loader (name -> (type, max_entries)): arrays holding ARRAY_STREAMS streams when they fit;
+    else frer.o's own hash maps, up to layout.MAX_STREAMS streams, with the preallocated
+    stream_port_stats sized to the pairs of that many streams on `ports` ports (at most
+    layout.MAX_STREAM_PORTS)."""
     if not 1 <= streams <= layout.MAX_STREAMS:
         raise ValueError(f"streams {streams} is out of range (1..={layout.MAX_STREAMS})")
     if streams > ARRAY_STREAMS:
-        return {}
+        return {"stream_port_stats": ("percpu_hash", min(layout.MAX_STREAMS * ports, layout.MAX_STREAM_PORTS))}
     rcvy = ARRAY_STREAMS * layout.RCVY_PER_STREAM
     return {"streams": ("array", ARRAY_STREAMS), "seqgen": ("array", ARRAY_STREAMS),
             "rcvy": ("array", rcvy), "rcvy_reset_requests": ("array", rcvy),
@@ -136,7 +134,7 @@ class Node:
         if not 0 < len(ports) <= layout.MAX_PORTS:
             raise ValueError(f"{len(ports)} ports is out of range (1..={layout.MAX_PORTS})")
         self.name, self.netns, self.ports, self.xdp = name, netns, list(ports), xdp
-        self.shapes = map_shapes(streams)
+        self.shapes = map_shapes(streams, len(ports))
         self.pin_dir = pin_path(name)
         self.maps: dict[str, bpfsys.Map] = {}
         self.attached: list[str] = []
@@ -258,9 +256,8 @@ class Node:
 
     def _stream_port_stats(self, plan: NodePlan) -> None:
         """A zero stream_port_stats entry for every port a stream is identified on or copied
-        to, where the map is a hash (arrays have every entry). The program makes a missing one
-        on the pair's first frame, but making an entry allocates per-CPU memory, microseconds
-        per frame while 64k streams see their first."""
+        to, where the map is a hash (arrays have every entry), so that no frame has to make
+        one (the program makes a missing one on the pair's first frame)."""
         stats = self.maps["stream_port_stats"]
         if stats.kind != "percpu_hash":
             return
@@ -269,17 +266,7 @@ class Node:
                   if o.port != LOCAL}
         zero = bytes(stats.value_size)
         for stream, port in sorted(pairs):
-            key = layout.key(stream * layout.MAX_PORTS + port)
-            deadline, pause = time.monotonic() + ENOMEM_PATIENCE_S, 0.001
-            while True:
-                try:
-                    stats.update(key, zero)
-                    break
-                except bpfsys.BpfError as err:
-                    if err.errno != errno.ENOMEM or time.monotonic() > deadline:
-                        raise
-                    time.sleep(pause)
-                    pause = min(2 * pause, 0.064)
+            stats.update(layout.key(stream * layout.MAX_PORTS + port), zero)
 
     def _xdp_copies(self, ifindexes: list[int], per_copy: bool = False) -> int:
         """With XDP, the entry of xdp_copies for a stream with several outputs (0 otherwise): a

@@ -65,21 +65,26 @@ def stream_ports(stream: int) -> tuple[int, int]:
 
 
 def spread_configs(streams: int, history_length: int, name: str) -> tuple[NodeConfig, NodeConfig]:
-    """The configurations of sw1 (numbers and replicates each stream) and sw2 (recovers each,
+    """The configurations of sw1 and sw2 (spread_config) for `streams` streams."""
+    return tuple(spread_config(role, streams, history_length, name) for role in ("sw1", "sw2"))
+
+
+def spread_config(role: str, streams: int, history_length: int, name: str) -> NodeConfig:
+    """The configuration of sw1 (numbers and replicates each stream) or sw2 (recovers each,
     removing the R-TAG) for `streams` streams identified by their UDP ports."""
     def identities(ports: list[str]) -> list[dict]:
         return [{"index": s, "handle": s, "out-facing": {"input-port": ports},
                  "ip-stream-identification": {"next-protocol": "udp", "source-port": stream_ports(s)[0],
                                               "destination-port": stream_ports(s)[1]}} for s in range(streams)]
     handles = list(range(streams))
-    sw1 = parse_config({"name": f"{name}-sw1", "ports": ["up", "pa", "pb"], "stream-identity": identities(["up"]),
-                        "sequence-generation": [{"index": 0, "stream": handles}],
-                        "stream-forwarding": [{"stream": s, "output-port": ["pa", "pb"]} for s in handles]})
-    sw2 = parse_config({"name": f"{name}-sw2", "ports": ["pa", "pb", "down"], "stream-identity": identities(["pa", "pb"]),
-                        "sequence-recovery": [{"index": 0, "stream": handles, "history-length": history_length,
-                                               "reset-timeout": 1000}],
-                        "stream-forwarding": [{"stream": s, "output-port": ["down"]} for s in handles]})
-    return sw1, sw2
+    if role == "sw1":
+        return parse_config({"name": f"{name}-sw1", "ports": ["up", "pa", "pb"], "stream-identity": identities(["up"]),
+                             "sequence-generation": [{"index": 0, "stream": handles}],
+                             "stream-forwarding": [{"stream": s, "output-port": ["pa", "pb"]} for s in handles]})
+    return parse_config({"name": f"{name}-sw2", "ports": ["pa", "pb", "down"], "stream-identity": identities(["pa", "pb"]),
+                         "sequence-recovery": [{"index": 0, "stream": handles, "history-length": history_length,
+                                                "reset-timeout": 1000}],
+                         "stream-forwarding": [{"stream": s, "output-port": ["down"]} for s in handles]})
 
 
 class TwoPath:

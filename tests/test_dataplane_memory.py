@@ -1,0 +1,58 @@
+"""The memory of the data plane's nodes when several are built and removed in a row, in the
+order the suite builds them: nodes of few streams on arrays, then 64k-stream nodes on hash maps.
+A 64k-stream node's configuration writes about 200,000 per-CPU counter entries
+(stream_port_stats); while that map allocated each entry as it was written, the kernel took it
+from a cache refilled with per-CPU memory it may not populate on the spot, and the 64k-stream
+test failed with ENOMEM or not depending on what ran before it. The map is now preallocated
+when the node loads (bpf/frer_common.h): the first test checks that it is, the second builds the
+nodes in the order that failed."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from conftest import NEEDS_BPF
+
+from frerlab.dataplane import layout
+from frerlab.dataplane.node import ARRAY_STREAMS, Node, possible_cpus
+from frerlab.dataplane.twopath import spread_config
+from frerlab.netns import Namespaces
+
+pytestmark = NEEDS_BPF
+
+PORTS = ["pa", "pb", "down"]  # spread_config("sw2"): recovers each stream from pa and pb, sends on down
+
+
+@pytest.fixture(scope="module")
+def ports():
+    """A namespace holding PORTS (veths: pa - pb, down - l0)."""
+    with Namespaces(f"frm{os.getpid()}") as net:
+        net.add("x")
+        net.run("x", "ip", "link", "add", "pa", "type", "veth", "peer", "name", "pb")
+        net.run("x", "ip", "link", "add", "name", "down", "type", "veth", "peer", "name", "l0")
+        yield net.ns["x"]
+
+
+@pytest.fixture(scope="module")
+def plans():
+    """sw2's compiled configuration for ARRAY_STREAMS streams and for 64k."""
+    return {n: spread_config("sw2", n, 32, f"mem{n}").plan for n in (ARRAY_STREAMS, layout.MAX_STREAMS)}
+
+
+def test_a_node_on_hash_maps_allocates_its_per_cpu_counters_when_it_loads(ports):
+    with Node(f"frerlab-test-{os.getpid()}-prealloc", ports, PORTS, streams=layout.MAX_STREAMS) as node:
+        stats = node.maps["stream_port_stats"]
+        assert (stats.kind, stats.max_entries) == ("percpu_hash", layout.MAX_STREAMS * len(PORTS))
+        assert stats.memlock >= stats.max_entries * layout.STREAM_PORT_STATS.size * possible_cpus()
+
+
+def test_64k_streams_configure_after_nodes_built_and_removed_before(ports, plans):
+    for turn, streams in enumerate([ARRAY_STREAMS, layout.MAX_STREAMS, ARRAY_STREAMS, layout.MAX_STREAMS]):
+        with Node(f"frerlab-test-{os.getpid()}-order{turn}", ports, PORTS, streams=streams) as node:
+            node.apply(plans[streams])
+            last = streams - 1
+            assert node.recovery_counters(last)["passed_packets"] == 0
+            assert node.stream_port_counters(last, PORTS.index("down"))["output"] == 0
+            pin_dir = node.pin_dir
+        assert not pin_dir.exists()
