@@ -176,6 +176,7 @@ def handle(args: argparse.Namespace) -> int:
         value = getattr(args, name)
         if not 0.0 <= value <= 1.0:
             raise UsageError(f"--{name.replace('_', '-')} {value} is out of range (0.0..1.0)")
+    out_dir = output_dir(args.output or Path("results") / time.strftime("demo-%Y%m%d-%H%M%S"), "--output")
     paths = [PathModel("a", args.loss_a, 50.0, 40.0), PathModel("b", args.loss_b, 80.0, 40.0)]
     try:
         result = run(args.frames, 10.0, paths, args.history_length, args.seed)
@@ -190,7 +191,6 @@ def handle(args: argparse.Namespace) -> int:
                             cut_a=(0.25 * args.kernel_duration, 0.5 * args.kernel_duration),
                             cut_b=(0.625 * args.kernel_duration, 0.875 * args.kernel_duration))
         schedule.check()
-        out_dir = output_dir(args.output or Path("results") / time.strftime("demo-%Y%m%d-%H%M%S"), "--output")
         result["kernel_failover"] = run_failover(schedule, out_dir)
         ok = ok and all(r["verdict_met"] for r in result["kernel_failover"].values())
         from frerlab.report import write_report

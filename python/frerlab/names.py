@@ -11,6 +11,10 @@ directory and refuses one that does not resolve inside it (a symlink planted the
 RUN_DIR holds every state directory (data planes, testbeds, impairments, the BPF
 filesystem); the environment variable FRERLAB_RUN_DIR moves it (the tests point it at a
 temporary directory).
+
+Every option naming where results go passes `output_dir` or `output_file` before anything is
+created: results never go into RUN_DIR, /proc, /sys, /dev, /run or a kernel file system, also
+not through a symlink or '..'.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import stat
 from pathlib import Path
 from typing import Annotated
 
@@ -80,34 +85,80 @@ def inside(directory: Path, name: str, suffix: str = "") -> Path:
     return path
 
 
-#: Kernel filesystems no output of frerlab's goes to (as root, writing there changes the system).
-_KERNEL_FS = (Path("/proc"), Path("/sys"), Path("/dev"))
+#: Directories no result of frerlab's goes to, and why: as root, a write there changes the system.
+_SYSTEM_DIRS = {Path("/proc"): "the kernel's process information", Path("/sys"): "the kernel's devices and settings",
+                Path("/dev"): "device files",
+                Path("/run"): "the running system's state (network namespaces, sockets, frerlab's state)"}
+#: The kernel's file systems, refused wherever they are mounted (a bpf file system in RUN_DIR, a
+#: cgroup tree elsewhere): their files are the kernel's interfaces, not storage.
+_KERNEL_FS_TYPES = frozenset({"proc", "sysfs", "devtmpfs", "devpts", "debugfs", "tracefs", "securityfs", "bpf",
+                              "cgroup", "cgroup2", "configfs", "pstore", "efivarfs", "mqueue", "hugetlbfs",
+                              "binfmt_misc", "fusectl", "nsfs", "selinuxfs", "autofs", "rpc_pipefs"})
+_VALID_DIR = "give a new or existing directory outside /proc, /sys, /dev and /run (e.g. results/NAME)"
+_VALID_FILE = "give a file name (new, or a regular file to replace) outside /proc, /sys, /dev and /run"
 
 
-def _outside_kernel_fs(path: Path, option: str) -> Path:
-    for root in _KERNEL_FS:
-        if path.resolve().is_relative_to(root):
-            raise UsageError(f"{option} {str(path)!r} is inside {root}: give a path on a file system for results")
-    return path
+def _mount_of(real: Path) -> tuple[str, str]:
+    """The mount point the resolved path `real` lies under, and its file system type."""
+    found = ("/", "")
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return found
+    for line in lines:  # ID PARENT DEV ROOT MOUNT-POINT OPTIONS... - TYPE SOURCE OPTIONS
+        head, _, tail = line.partition(" - ")
+        point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), head.split()[4])  # \040: a space
+        if real.is_relative_to(point) and len(point) >= len(found[0]):  # the later of stacked mounts
+            found = (point, tail.split()[0])
+    return found
+
+
+def _results_place(path: Path, option: str, valid: str) -> int | None:
+    """The file type (stat's st_mode) of what `path` leads to, None if nothing yet; UsageError
+    naming `path` and `valid` if it leads (symlinks and '..' followed) into RUN_DIR, a system
+    directory or a kernel file system, or under something that is not a directory."""
+    try:
+        real = path.resolve()
+        leads = "" if real == path.absolute() else f" (it leads to {str(real)!r})"
+        for root, what in ((RUN_DIR.resolve(), "frerlab's state directory"), *_SYSTEM_DIRS.items()):
+            if real.is_relative_to(root):
+                raise UsageError(f"{option} {shown(str(path))} is inside {root}{leads}, {what}: {valid}")
+        point, kind = _mount_of(real)
+        if kind in _KERNEL_FS_TYPES:
+            raise UsageError(f"{option} {shown(str(path))}{leads} is on the kernel's {kind} file system mounted at "
+                             f"{point}: {valid}")
+        mode = real.stat().st_mode if real.exists() else None
+        base = next((p for p in real.parents if p.exists()), real)
+        if not base.is_dir():
+            raise UsageError(f"{option} {shown(str(path))}: {str(base)!r} is not a directory: {valid}")
+    except (OSError, RuntimeError) as err:  # a name too long, a symlink loop
+        raise UsageError(f"{option} {shown(str(path))} cannot be used ({getattr(err, 'strerror', None) or err}): "
+                         f"{valid}") from None
+    return mode
 
 
 def output_dir(path: Path, option: str) -> Path:
     """`path` if results may go there as a directory (existing, or to be made); UsageError
-    for an existing non-directory or a path in /proc, /sys, /dev."""
+    naming it and what is valid otherwise: an existing non-directory, a path in or leading
+    (through a symlink or '..') into /proc, /sys, /dev, /run, RUN_DIR or a kernel file system,
+    or one under a non-directory. Every option naming an output directory passes here before
+    anything is created."""
     path = Path(path)
-    if path.exists() and not path.is_dir():
-        raise UsageError(f"{option} {str(path)!r} exists and is not a directory: give a directory for the results")
-    return _outside_kernel_fs(path, option)
+    mode = _results_place(path, option, _VALID_DIR)
+    if mode is not None and not stat.S_ISDIR(mode):
+        raise UsageError(f"{option} {shown(str(path))} exists and is not a directory: {_VALID_DIR}")
+    return path
 
 
 def output_file(path: Path, option: str) -> Path:
-    """`path` if a result file may be written there (replacing a regular file); UsageError for
-    a directory, another kind of file, a missing parent directory or a path in /proc, /sys, /dev."""
+    """`path` if a result file may be written there (new, or replacing a regular file; missing
+    directories are made); UsageError naming it and what is valid otherwise: a directory, a
+    device, FIFO or socket, and every place output_dir refuses. Every option naming an output
+    file passes here before anything is created."""
     path = Path(path)
-    if path.is_dir():
-        raise UsageError(f"{option} {str(path)!r} is a directory: give a file name")
-    if path.exists() and not path.is_file():
-        raise UsageError(f"{option} {str(path)!r} is not a regular file")
-    if not path.absolute().parent.is_dir():
-        raise UsageError(f"{option} {str(path)!r}: directory {str(path.absolute().parent)!r} does not exist")
-    return _outside_kernel_fs(path, option)
+    mode = _results_place(path, option, _VALID_FILE)
+    if mode is not None and stat.S_ISDIR(mode):
+        raise UsageError(f"{option} {shown(str(path))} is a directory: {_VALID_FILE}")
+    if mode is not None and not stat.S_ISREG(mode):
+        raise UsageError(f"{option} {shown(str(path))} is not a regular file (a device, FIFO or socket): {_VALID_FILE}")
+    return path

@@ -10,6 +10,7 @@ import argparse
 from pathlib import Path
 
 from frerlab.errors import UsageError
+from frerlab.names import output_file
 
 EPILOG = """examples:
   frerlab config export configs/dataplane/sw2-eliminate.yaml --format yang-json -o sw2.json
@@ -79,6 +80,8 @@ def _chip_ports(values: list[str]) -> dict[str, int]:
 
 
 def _export(args: argparse.Namespace) -> int:
+    if args.output is not None:
+        output_file(args.output, "-o/--output")
     from frerlab.dataplane.config import load_config
 
     cfg = load_config(args.config)
@@ -97,6 +100,8 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
+    if args.output is not None:
+        output_file(args.output, "-o/--output")
     import yaml
 
     source = args.source or {".json": "yang-json", ".sh": "lan966x"}.get(args.file.suffix)

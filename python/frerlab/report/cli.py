@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from frerlab.errors import UsageError
+from frerlab.names import output_dir, output_file, shown
 from frerlab.report import write_report
 from frerlab.sim.units import rate_bps
 
@@ -34,7 +35,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _report(args: argparse.Namespace) -> int:
-    images = args.images or args.output.with_name(f"{args.output.stem}-images")
+    output_file(args.output, "-o/--output")
+    images = output_dir(args.images or args.output.with_name(f"{args.output.stem}-images"), "--images")
+    if images.resolve() == args.output.resolve():
+        raise UsageError(f"--images {shown(str(images))} is the page itself: give a directory of its own for the images")
     line = None
     if args.line_rate:
         try:

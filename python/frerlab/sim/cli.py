@@ -126,8 +126,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     grid = data.get("sweep")
     if grid:
         sc = prepare(data, source=source)
-        points = grid_points(grid)
-        costs = check_points({k: v for k, v in data.items() if k != "sweep"}, points, args.allow_long, source)
+        base = {k: v for k, v in data.items() if k != "sweep"}
+        points = grid_points(grid, base)
+        costs = check_points(base, points, args.allow_long, source)
         largest = max(costs, key=lambda c: c.events)
         cost_text = f"sweep of {len(grid)} fields, {len(points)} runs, the largest {largest.describe()}"
     else:
@@ -140,13 +141,13 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Runs one scenario or its sweep, prints a summary and saves results when -o is given."""
+    if args.output:
+        output_dir(args.output, "-o/--output")
     import pandas as pd
 
     from frerlab.sim.api import prepare, run, scenario_data, set_field
     from frerlab.sim.sweeps import sweep
 
-    if args.output:
-        output_dir(args.output, "-o/--output")
     if args.jobs is not None and not 1 <= args.jobs <= 1024:
         raise UsageError(f"--jobs {args.jobs} is out of range (1..1024 processes)")
     overrides = parse_overrides(args.set)
@@ -178,6 +179,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     """Runs a grid file's every point with a progress bar and writes the one table."""
+    out = output_dir(args.output, "-o/--output")
     import pandas as pd
     from rich.console import Console
 
@@ -186,7 +188,6 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
         TimeRemainingColumn
 
-    out = output_dir(args.output, "-o/--output")
     if args.jobs is not None and not 1 <= args.jobs <= 1024:
         raise UsageError(f"--jobs {args.jobs} is out of range (1..1024 processes)")
     spec = read_mapping(args.grid, "grid file", "a grid file is a mapping with `scenario: PATH` and "

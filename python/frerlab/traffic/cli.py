@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from frerlab.errors import EXIT_SHORTFALL, UsageError
-from frerlab.names import output_file
+from frerlab.names import output_dir, output_file
 from frerlab.traffic import gen, importer
 from frerlab.files import write_atomic
 from frerlab.traffic.record import TrafficRecord, dump_records
@@ -346,6 +346,8 @@ def _recv(args: argparse.Namespace) -> int:
 def _import(args: argparse.Namespace) -> int:
     if args.output:
         output_file(args.output, "--output")
+    if args.results is not None:
+        output_dir(args.results, "--results")
     if (args.results is None) != (args.mode is None):
         raise UsageError("--results and --mode go together: the directory, and whether the runs were frer or control")
     if args.results is not None:
