@@ -9,18 +9,23 @@ the statistics and comparisons, page writes the files.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 
 def write_report(dirs: list[Path], out: Path, images: Path | None = None,
                  line_rate_bps: float | None = None) -> list:
     """The report of `dirs` into `out` (and the images into `images`); returns its figures
-    (frerlab.report.figures.Figure). The modules load here, not when the package is imported:
+    (frerlab.report.figures.Figure). Each file the report skipped is named on stderr (and in
+    the page) with why. The modules load here, not when the package is imported:
     every `frerlab` command imports the package's cli, and Altair, vl-convert and SciPy would
     add half a second to each start."""
     from frerlab.report import figures, page, sources, tables
 
     found = sources.load_all(dirs)
+    for s in found:
+        for why in s.skipped:
+            print(f"report: skipped {why}", file=sys.stderr)
     drawn = figures.build(found, line_rate_bps)
     if images is not None:
         page.write_images(drawn, images)

@@ -13,6 +13,7 @@ caption says how many units a flag excluded."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -184,11 +185,8 @@ def throughput_vs_frame_size(sources: list[Source], label, line_rate_bps: float 
 
 def _line_rate_bps(sources: list[Source]) -> float | None:
     """The L1 line rate a campaign's throughput units searched under (line_rate_fps at a size)."""
-    for s in sources:
-        for u in s.units:
-            d = u.get("detail") or {}
-            if u["unit"]["kind"] == "throughput" and d.get("line_rate_fps"):
-                return d["line_rate_fps"] * (u["unit"]["params"]["frame_size"] + L1_OVERHEAD) * 8
+    for _, u in _units(sources, "throughput"):
+        return u["detail"]["line_rate_fps"] * (u["unit"]["params"]["frame_size"] + L1_OVERHEAD) * 8
     return None
 
 
@@ -205,12 +203,7 @@ def _latency_name(g: dict) -> str:
 
 def _tsn_limit(sources: list[Source]) -> Verdict:
     """The TSN verdict of the first campaign's latency step (frerlab's default otherwise)."""
-    import yaml
-    for s in sources:
-        for step in (yaml.safe_load(s.campaign_text) or {}).get("steps", []) if s.campaign_text else []:
-            if step.get("kind") == "latency" and step.get("verdict"):
-                return Verdict(**step["verdict"])
-    return Verdict()
+    return next((s.verdict for s in sources if s.verdict), Verdict())
 
 
 def _percentile(group: dict, p: str) -> dict | None:
@@ -351,9 +344,11 @@ def failover_timelines(sources: list[Source], label) -> list[Figure]:
                        "from tcpdump captures in the testbed's namespaces"
                        + ("" if timeline.get("complete") else "; a capture dropped frames, so a series may miss some")
                        + ")")
-            else:
-                points = [{"series": "after elimination", "x": i["from_s"] * 1000,
-                           "y": i["received"] / ((i["to_s"] - i["from_s"]) * 1000)} for i in result.get("intervals", [])]
+            else:  # an interval's width is the time to the next one's start (the last one's is unknown)
+                intervals = result.get("intervals", [])
+                points = [{"series": "after elimination", "x": i["t_s"] * 1000,
+                           "y": i["received"] / ((after["t_s"] - i["t_s"]) * 1000)}
+                          for i, after in zip(intervals, intervals[1:])]
                 rules = [{"series": f"{'restore' if e['up'] else 'cut'} path {e['path']}", "x": e["t_s"] * 1000}
                          for e in result.get("events", [])]
                 how = "frames per millisecond after elimination per interval (this run captured no per-path timeline)"
@@ -409,12 +404,12 @@ def hotspot_queues(sources: list[Source]) -> Figure | None:
     (`frerlab.sim.hotspot.hotspot_of`), one series per run: mechanisms side by side."""
     from frerlab.errors import UsageError
     from frerlab.sim.hotspot import hotspot_of
-    from frerlab.sim.scenario import load_scenario
+    from frerlab.sim.scenario import parse_scenario
 
     points = []
-    for s in (s for s in sources if s.kind == "sim" and (s.path / "scenario.json").is_file()):
+    for s in (s for s in sources if s.kind == "sim" and s.scenario is not None):
         try:
-            found = hotspot_of(load_scenario(s.path / "scenario.json"))
+            found = hotspot_of(parse_scenario(s.scenario, str(s.path / "scenario.json")))
         except UsageError:  # a run stored by a frerlab whose scenario vocabulary differed
             continue
         ports = s.tables.get("port_series")
@@ -447,7 +442,7 @@ def sweep_figures(sources: list[Source]) -> list[Figure]:
         x_title = f"{field} ({parsed[0][1]})" if parsed[0][1] else field
 
         def name(r: dict, what: str = "") -> str:
-            return " ".join([r["stream"], *(f"{o}={r[o]}" for o in others), what]).strip()
+            return " ".join([str(r["stream"]), *(f"{o}={r[o]}" for o in others), what]).strip()
         loss = [{"series": name(r), "x": xv, "y": r["loss_ratio"] * 100, "value": str(r[field])} for xv, r in rows]
         latency = [{"series": name(r, f"P{p}"), "x": xv, "y": r[f"latency_{key}_ns"] / 1000, "value": str(r[field])}
                    for xv, r in rows for p, key in (("50", "p50"), ("99", "p99"), ("99.9", "p99_9"))
@@ -502,9 +497,10 @@ def _sweep_value(value: Any) -> tuple[float, str] | None:
     for parse, scale, unit in ((float, 1, ""), (rate_bps, 1e-6, "Mbit/s"), (time_ps, 1e-9, "ms"),
                                (size_bytes, 1, "bytes")):
         try:
-            return parse(value) * scale, unit
+            number = parse(value) * scale
         except (TypeError, ValueError):
             continue
+        return (number, unit) if math.isfinite(number) else None
     return None
 
 

@@ -4,7 +4,8 @@ The page embeds the Vega, Vega-Lite and Vega-Embed libraries once (vl-convert's 
 and each figure's specification; the browser draws them (zoom and pan with the mouse, values on
 hover, series toggled by clicking the legend). Tables sort by any column when its header is
 clicked. A method section lists, per results directory, where and how the results were taken
-(host, kernel, tools, commit, the campaign file) and the raw files they were derived from.
+(host, kernel, tools, commit, the campaign file), the raw files they were derived from and
+the files the report skipped, with why.
 vl-convert renders the same specifications to the image files, so the page and the images show
 the same data drawn the same way."""
 
@@ -145,6 +146,9 @@ def _method(s: Source) -> str:
     more = f"<li>… and {len(s.raw_files) - len(shown)} more in the directory</li>" if len(s.raw_files) > len(shown) else ""
     raw = (f"<details><summary>raw files ({len(s.raw_files)}) under {e(str(s.path.resolve()))}</summary><ul>"
            + "".join(f"<li>{e(p)}</li>" for p in shown) + more + "</ul></details>")
-    return (f"<h3>{e(s.label)}</h3><p>{e(s.kind)} results in {e(str(s.path.resolve()))}</p>"
+    skipped = (f'<p class="skipped"><b>Skipped {len(s.skipped)} file(s)</b> (frerlab reads only regular files inside '
+               "the results directory, of bounded size):</p><ul>" + "".join(f"<li>{e(why)}</li>" for why in s.skipped)
+               + "</ul>" if s.skipped else "")
+    return (f"<h3>{e(s.label)}</h3><p>{e(s.kind)} results in {e(str(s.path.resolve()))}</p>{skipped}"
             f"<table><tbody>{rows}</tbody></table>{campaign}{raw}")
 
