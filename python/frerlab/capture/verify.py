@@ -21,20 +21,34 @@ out-of-window arrivals). Per stream: the replication skew between the two path p
 between the two copies of a number, a histogram), the latency between every pair of points
 (same number seen at both), and at the point after elimination: exactly one copy of each
 number, and numbers that reached a path point but never the point after elimination.
+
+Every capture is checked before any is read (frerlab.capture.reader.check_capture: a regular
+file with a capture's header, at most MAX_CAPTURE_BYTES; at most MAX_CAPTURES of them); one that
+turns out damaged while read is refused (UsageError), one that ends inside a record is read up
+to there (a problem in the report). A capture directory's manifest (capture.json, or a fail-over
+run's meta.json) is read with frerlab.files.read_json and checked field by field (the pydantic
+models below); no file it names, and no capture found in the directory, may lead outside it.
 """
 
 from __future__ import annotations
 
 import heapq
-import json
+import os
 from bisect import bisect_right
 from collections import deque
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Annotated, Literal
 
-from frerlab.capture.reader import capture_format, read_capture
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+
+from frerlab.capture.reader import VALID, check_capture, read_capture
 from frerlab.errors import UsageError
+from frerlab.files import read_json, shape_error
 from frerlab.frer import pop_rtag
+from frerlab.names import pydantic_name, shown
+from frerlab.pcap import TruncatedCapture
+from frerlab.testbed.plan import ELIMINATE_AT, MODES, REPLICATE_AT
 
 #: Every field a stream key may use, and the default key.
 FIELDS = ("dst_mac", "src_mac", "vlan", "ethertype", "src_ip", "dst_ip", "proto", "src_port", "dst_port")
@@ -45,6 +59,10 @@ WINDOW = 16384
 MAX_DELAY_NS = 1_000_000_000
 #: Most streams followed; frames of further flows count as other frames.
 MAX_STREAMS = 1000
+#: Most sequence numbers held at once: each stream holds up to `window` per point and `window`
+#: for the comparisons (about 170 bytes each, measured), so fewer streams are followed when
+#: the window or the captures are many: 128 streams of the default window at 3 points.
+MAX_NUMBERS_HELD = 1 << 23
 #: Most gaps listed per stream and point (all are counted).
 MAX_LISTED = 20
 #: The histograms' bin edges in ns (the last bin is open).
@@ -54,6 +72,8 @@ EDGES_NS = (0, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000, 200_000, 50
 PATH_POINTS = ("path_a", "path_b")
 AFTER_POINTS = ("after_elimination", "listener")
 MANIFEST = "capture.json"
+#: Most captures checked at once (each is an open file and a column of every stream's tables).
+MAX_CAPTURES = 16
 
 _VLAN_TPIDS = (0x8100, 0x88A8)
 _RTAG, _IPV4, _IPV6 = 0xF1C1, 0x0800, 0x86DD
@@ -246,79 +266,141 @@ class _PointStream:
 
 class Point:
     """A capture point: a name, its file and whether the R-TAG is expected there (None: where
-    a stream was seen tagged there at all)."""
+    a stream was seen tagged there at all); `root`: the directory the file must stay in (the
+    capture directory it comes from; None for a file given by the user)."""
 
-    def __init__(self, name: str, file: Path, rtag_expected: bool | None = None) -> None:
-        self.name, self.file, self.rtag_expected = name, Path(file), rtag_expected
+    def __init__(self, name: str, file: Path, rtag_expected: bool | None = None, root: Path | None = None) -> None:
+        self.name, self.file, self.rtag_expected, self.root = name, Path(file), rtag_expected, root
+        self.format: str | None = None  # 'pcap' or 'pcapng', once checked
         self.error: str | None = None  # why reading its file stopped early
+
+
+_PointName = pydantic_name("capture point")
+
+
+def _file_name(value: str) -> str:
+    if "/" in value or value in ("", ".", "..") or "\0" in value:
+        raise ValueError(f"{shown(value)} is not the name of a file in the capture directory")
+    return value
+
+
+class _Stored(BaseModel):
+    """A part of a stored manifest: strict types, fields verify does not use ignored."""
+
+    model_config = ConfigDict(strict=True, frozen=True)
+
+
+class _ManifestPoint(_Stored):
+    file: Annotated[str, AfterValidator(_file_name)]
+    rtag_expected: bool | None = None
+
+
+class _Roles(_Stored):
+    paths: Annotated[list[_PointName], Field(min_length=2, max_length=2)] | None = None
+    after_elimination: _PointName | None = None
+
+
+class _Manifest(_Stored):
+    """capture.json as verify reads it (frerlab.capture.record writes it)."""
+
+    points: Annotated[dict[_PointName, _ManifestPoint], Field(min_length=1, max_length=MAX_CAPTURES)]
+    roles: _Roles = _Roles()
+
+
+class _TestbedSettings(_Stored):
+    mode: Literal[MODES]
+    replicate_at: Literal[REPLICATE_AT]
+    eliminate_at: Literal[ELIMINATE_AT]
+
+
+class _FailoverMeta(_Stored):
+    """A fail-over run's meta.json as verify reads it (frerlab.testbed.failover writes it)."""
+
+    test: Literal["failover"]
+    testbed: _TestbedSettings
+
+
+def _stored(model: type[BaseModel], data: object, path: Path, what: str) -> BaseModel:
+    """`data` read from `path` checked by `model`; files.shape_error naming the first bad field."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as err:
+        first = err.errors()[0]
+        field = ".".join(str(part) if len(str(part)) <= 40 else f"<{len(str(part))} characters>"
+                         for part in first["loc"]) or "the top level"
+        problem = "should be a JSON object" if first["type"] == "model_type" else first["msg"]
+        raise shape_error(path, what, f"{field}: {problem}") from None
+
+
+def _present(path: Path) -> bool:
+    """Whether `path` is there at all (a dangling symlink too: it is refused, not skipped)."""
+    return os.path.lexists(path)
 
 
 def points_from(captures: Sequence[str | Path]) -> tuple[list[Point], dict]:
     """The points of CAPTURE arguments: files (named by their stem), or directories written by
     `frerlab capture` (their capture.json names the points and where an R-TAG is expected) or
     by `frerlab failover` (their .pcap files). Also returns the manifest's roles (paths, after
-    elimination) when a directory had one."""
+    elimination) when a directory had one. The files themselves are checked by `verify`."""
     points, roles = [], {}
     for given in captures:
         path = Path(given)
-        if path.is_dir():
-            manifest = path / MANIFEST
-            if not manifest.is_file() and (path / "meta.json").is_file():
-                data = _failover_manifest(path)
-                if data:
-                    points += [Point(name, path / p["file"], p["rtag_expected"]) for name, p in data["points"].items()]
-                    roles = data["roles"]
-                    continue
-            if manifest.is_file():
-                data = json.loads(manifest.read_text())
-                for name, p in data["points"].items():
-                    points.append(Point(name, path / p["file"], p.get("rtag_expected")))
-                roles = data.get("roles", {})
-            else:
-                found = sorted(path.glob("*.pcap")) + sorted(path.glob("*.pcapng"))
-                if not found:
-                    raise UsageError(f"{str(path)!r} holds no {MANIFEST} and no .pcap or .pcapng file")
-                points += [Point(f.stem, f) for f in found]
-        elif path.is_file():
+        if not path.is_dir():
             points.append(Point(path.stem, path))
+            continue
+        manifest = path / MANIFEST
+        if not _present(manifest) and _present(path / "meta.json"):
+            data = _failover_manifest(path)
+            if data:
+                points += [Point(name, path / file, rtag, path) for name, (file, rtag) in data[0].items()]
+                roles = data[1]
+                continue
+        if _present(manifest):
+            stored = _stored(_Manifest, read_json(manifest, "capture manifest", root=path), manifest,
+                             "capture manifest")
+            points += [Point(name, path / p.file, p.rtag_expected, path) for name, p in stored.points.items()]
+            roles = stored.roles.model_dump(exclude_unset=True)
         else:
-            raise UsageError(f"capture {str(path)!r} does not exist (give pcap/pcapng files or a capture directory)")
+            found = sorted(path.glob("*.pcap")) + sorted(path.glob("*.pcapng"))
+            if not found:
+                raise UsageError(f"{str(path)!r} holds no {MANIFEST} and no .pcap or .pcapng file; {VALID}")
+            points += [Point(f.stem, f, root=path) for f in found]
     names = [p.name for p in points]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         raise UsageError(f"two captures are named {twice[0]!r}: give files with different names")
-    for p in points:
-        if not p.file.is_file():
-            raise UsageError(f"capture {str(p.file)!r} of point {p.name!r} does not exist")
-        try:
-            capture_format(p.file)
-        except ValueError as err:
-            raise UsageError(str(err)) from None
     return points, roles
 
 
-def _failover_manifest(path: Path) -> dict | None:
+def _failover_manifest(path: Path) -> tuple[dict[str, tuple[str, bool]], dict] | None:
     """What capture.json would say of a fail-over run's directory (its meta.json names the
-    testbed's settings; its captures are the timeline's points), or None if it is not one."""
-    meta = json.loads((path / "meta.json").read_text())
-    if meta.get("test") != "failover" or "testbed" not in meta:
+    testbed's settings; its captures are the timeline's points): {point: (file, R-TAG
+    expected)} and the roles; None if it is not one."""
+    meta_file = path / "meta.json"
+    meta = read_json(meta_file, "run metadata", root=path)
+    if not isinstance(meta, dict):
+        raise shape_error(meta_file, "run metadata", "it holds no JSON object")
+    if meta.get("test") != "failover":
         return None
     from frerlab.capture.record import expectations
     from frerlab.testbed.timeline import POINTS
 
-    rtag, roles = expectations(meta["testbed"])
-    return {"points": {name: {"file": file, "rtag_expected": rtag[name]} for name, (_, _, _, file) in POINTS.items()
-                       if (path / file).is_file()}, "roles": roles}
+    settings = _stored(_FailoverMeta, meta, meta_file, "run metadata").testbed
+    rtag, roles = expectations(settings.model_dump())
+    return {name: (file, rtag[name]) for name, (_, _, _, file) in POINTS.items() if _present(path / file)}, roles
 
 
 def _merged(points: Sequence[Point]) -> Iterator[tuple[int, int, bytes]]:
-    """(time, point index, frame) of every capture, in time order (each file in its own)."""
+    """(time, point index, frame) of every capture, in time order (each file in its own);
+    UsageError for a damaged one."""
     def tagged(i: int, p: Point) -> Iterator[tuple[int, int, bytes]]:
         try:
             for t, frame in read_capture(p.file):
                 yield t, i, frame
-        except ValueError as err:  # a truncated or damaged file: what came before it counts
+        except TruncatedCapture as err:  # a capture tool stopped mid-write: what came before it counts
             p.error = str(err)
+        except ValueError as err:
+            raise UsageError(f"capture of point {p.name!r} is damaged: {err}; {VALID}") from None
     return heapq.merge(*(tagged(i, p) for i, p in enumerate(points)), key=lambda r: (r[0], r[1]))
 
 
@@ -330,12 +412,21 @@ def verify(points: Sequence[Point], key: Sequence[str] = KEY, paths: Sequence[st
     after elimination (default: the one named after_elimination or listener; "" for none).
     Returns the report."""
     names = [p.name for p in points]
+    if len(points) > MAX_CAPTURES:
+        raise UsageError(f"{len(points)} captures given, more than the {MAX_CAPTURES} verify checks at once")
+    for p in points:
+        p.format = check_capture(p.file, "capture", p.root)
     unknown = [f for f in key if f not in FIELDS]
     if unknown or not key:
         raise UsageError(f"stream key field {unknown[0] if unknown else '(none)'!r} is not valid "
                          f"({', '.join(FIELDS)})")
     if not 16 <= window <= 1 << 20:
         raise UsageError(f"window {window} is out of range (16..1048576 sequence numbers)")
+    per_stream = window * (len(points) + 1)
+    if per_stream > MAX_NUMBERS_HELD:
+        raise UsageError(f"window {window} at {len(points)} captures holds {per_stream} sequence numbers per stream, "
+                         f"more than the {MAX_NUMBERS_HELD} held at once: give a smaller --window")
+    max_streams = min(max_streams, MAX_NUMBERS_HELD // per_stream)
     if paths is None:
         paths = [n for n in PATH_POINTS if n in names]
         paths = paths if len(paths) == 2 else []
@@ -459,7 +550,7 @@ def verify(points: Sequence[Point], key: Sequence[str] = KEY, paths: Sequence[st
             latency.append({"from": names[a], "to": names[b], **h.report()})
         report_streams.append({"id": sid, "flow": s["fields"], "points": per_point, "skew": skew,
                                "latency": latency, "elimination": elimination})
-    return {"captures": [{"point": p.name, "file": str(p.file), "format": capture_format(p.file),
+    return {"captures": [{"point": p.name, "file": str(p.file), "format": p.format,
                           "frames": frames_at[i], "first_ns": bounds[i][0], "last_ns": bounds[i][1],
                           "other_frames": other[i], "rtag_expected": p.rtag_expected, "error": p.error}
                          for i, p in enumerate(points)],
