@@ -71,9 +71,12 @@ def test_seed004_is_the_seeds_sockperf_tests_on_two_boards_without_frer():
     ("seed004-lan9662", 18, "7 min 56 s"),
 ])
 def test_dry_run_of_a_hosts_campaign_plans_and_says_the_hosts_file_is_not_read(tmp_path, name, units, duration):
-    path = CAMPAIGNS / f"{name}.yaml"
+    (tmp_path / "campaigns").mkdir()
+    path = tmp_path / "campaigns" / f"{name}.yaml"
+    path.write_bytes((CAMPAIGNS / f"{name}.yaml").read_bytes())
+    (tmp_path / "run").mkdir()
     done = subprocess.run([*CLI, "bench", "run", str(path), "--dry-run"], capture_output=True, text=True,
-                          timeout=60, cwd=tmp_path)
+                          timeout=60, cwd=tmp_path / "run")
     assert done.returncode == 0, done.stderr
     c, _ = read_campaign(path)
     lines = done.stdout.strip().splitlines()
@@ -81,11 +84,12 @@ def test_dry_run_of_a_hosts_campaign_plans_and_says_the_hosts_file_is_not_read(t
     assert lines[0].startswith(f"campaign {name}: {units} units on the hosts of lab-hosts.yaml at 1Gbps")
     assert lines[-2].endswith(duration)
     assert lines[-1].startswith("hosts: a dry run reads no hosts file and logs into nothing")
-    assert "lab-hosts.yaml (relative to this directory), which is not there" in lines[-1]
-    assert not list(tmp_path.iterdir())  # no results directory: nothing ran
-    (tmp_path / "lab-hosts.yaml").write_text("talker: {host: 192.0.2.10}\n")
+    hosts = tmp_path / "campaigns" / "lab-hosts.yaml"  # `hosts:` is relative to the campaign file
+    assert f"{hosts} (`hosts:` is relative to the campaign file), which is not there" in lines[-1]
+    assert not list((tmp_path / "run").iterdir())  # no results directory: nothing ran
+    hosts.write_text("talker: {host: 192.0.2.10}\n")
     again = subprocess.run([*CLI, "bench", "run", str(path), "--dry-run"], capture_output=True, text=True,
-                           timeout=60, cwd=tmp_path)
+                           timeout=60, cwd=tmp_path / "run")
     assert "which is there;" in again.stdout.strip().splitlines()[-1]
 
 

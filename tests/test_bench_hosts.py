@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import NEEDS_BPF, ROOT
+from conftest import NEEDS_BPF, ROOT, processes_naming
 from sshd import SSHD, OpenSshServer
 from frerlab.bench.target import HostsTarget
 from frerlab.errors import ToolFailed
@@ -68,9 +68,11 @@ def test_a_campaign_runs_on_hosts_over_ssh(lab, tmp_path):
         {"kind": "latency", "tools": ["sockperf", "oneway"], "frame_sizes": [512], "duration_s": 1,
          "probe_rate_fps": 500}])
     out = tmp_path / "out"
-    done = subprocess.run([*CLI, "bench", "run", str(c), "--out", str(out)], capture_output=True, text=True,
-                          timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
+    run = subprocess.Popen([*CLI, "bench", "run", str(c), "--out", str(out)], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, start_new_session=True)
+    _, stderr = run.communicate(timeout=600)
+    assert run.returncode == 0, stderr[-3000:]
+    assert in_group(run.pid) == [], "processes the campaign started outlived it"
     meta = json.loads((out / "metadata.json").read_text())
     pre = meta["hosts"]["preflight"]
     assert pre["talker"]["interface"]["name"] == plan.HOST_PORT and pre["talker"]["interface"]["up"]
@@ -89,7 +91,20 @@ def test_a_campaign_runs_on_hosts_over_ssh(lab, tmp_path):
     assert sock["valid"] and sock["metrics"]["samples"] > 100
     oneway = unit(out, "latency/control/tool=oneway,frame_size=512,load=0/r1")
     assert not oneway["valid"] and "clock_unsynchronised" in [f["name"] for f in oneway["flags"]]
-    assert subprocess.run(["pgrep", "-af", "frerlab.remote.exec"], capture_output=True, text=True).stdout == ""
+
+
+def in_group(pgid: int) -> list[str]:
+    """The command lines of the processes of process group `pgid` (one a test started with a
+    session of its own): what it started, never another process of the machine."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()  # after the command name, which may hold spaces
+            if int(fields[2]) == pgid:
+                found.append((stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+        except (OSError, IndexError, ValueError):  # ended meanwhile
+            continue
+    return found
 
 
 def test_an_unreachable_host_stops_the_campaign_with_one_clear_line(lab, tmp_path):
@@ -113,7 +128,7 @@ def test_a_remote_process_killed_mid_trial_fails_its_unit_and_the_campaign_goes_
     def kill_first_sender() -> None:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            senders = in_namespace(namespaces["talker"], "frerlab.cli gen send")
+            senders = [line.split()[0] for line in processes_naming("frerlab.cli gen send", namespace=namespaces["talker"])]
             if senders:
                 time.sleep(1.0)
                 for pid in senders:
@@ -135,12 +150,6 @@ def test_a_remote_process_killed_mid_trial_fails_its_unit_and_the_campaign_goes_
     assert summary["groups"][0]["units"] == 2 and summary["groups"][0]["valid_units"] == 1
 
 
-def in_namespace(namespace: str, command: str) -> set[str]:
-    """The pids in `namespace` whose command line holds `command`."""
-    in_ns = set(subprocess.run(["ip", "netns", "pids", namespace], capture_output=True, text=True).stdout.split())
-    return in_ns & set(subprocess.run(["pgrep", "-f", command], capture_output=True, text=True).stdout.split())
-
-
 def test_a_failed_stream_stops_the_other_ends_remote_command(lab, tmp_path):
     """When the sender fails, the receiver's remote command is stopped too (SIGTERM to
     frerlab.remote.exec, which stops it over SSH), not left running on its host, where it would
@@ -152,7 +161,7 @@ def test_a_failed_stream_stops_the_other_ends_remote_command(lab, tmp_path):
     with pytest.raises(ToolFailed, match="gen send failed"):
         stream_across(target.prefix("talker"), target.prefix("listener"), target.listener_ip, ["--frame-size", "1"],
                       tmp_path / "out", frerlab=CLI)
-    assert in_namespace(namespaces["listener"], "frerlab.cli gen recv") == set()
+    assert processes_naming("frerlab.cli gen recv", namespace=namespaces["listener"]) == []
 
 
 def test_the_quick_campaign_runs_on_hosts_over_ssh(lab, tmp_path):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import NEEDS_BPF
+from conftest import NEEDS_BPF, processes_naming
 from sshd import PORT, SSHD, OpenSshServer
 from frerlab.remote.hosts import Hosts, SshTarget
 from frerlab.remote.preflight import clock_state, one_way_latency_allowed, preflight
@@ -51,10 +52,8 @@ def hosts(sshd, **changes) -> Hosts:
 
 
 def in_namespace(sshd, pattern: str) -> list[str]:
-    """Processes matching `pattern` in the server's namespace."""
-    pids = set(subprocess.run(["ip", "netns", "pids", sshd["ns"]], capture_output=True, text=True).stdout.split())
-    found = set(subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True).stdout.split())
-    return sorted(pids & found)
+    """Processes whose command line holds `pattern` in the server's namespace (only there)."""
+    return sorted(line.split()[0] for line in processes_naming(pattern, namespace=sshd["ns"]))
 
 
 def test_commands_run_in_parallel_and_files_come_back(sshd, tmp_path):
@@ -77,6 +76,30 @@ def test_started_processes_are_stopped_when_the_session_ends_also_on_error(sshd)
             assert process.pid > 0 and in_namespace(sshd, "sleep 301")
             raise RuntimeError("boom")
     assert in_namespace(sshd, "sleep 301") == []
+
+
+def test_remote_exec_stops_its_remote_command_promptly_on_sigterm(sshd, tmp_path):
+    """`python -m frerlab.remote.exec` (docs/remote.md): SIGTERM to it stops the command it runs
+    on the host before it exits, within 2 s, and it exits 143 (128 + SIGTERM)."""
+    t = {"host": SERVER_IP, "port": PORT, "key": str(sshd["dir"] / "client_key"),
+         "known_hosts": str(sshd["dir"] / "known_hosts")}
+    (tmp_path / "hosts.yaml").write_text(json.dumps({"talker": t, "listener": t}))
+    local = subprocess.Popen([sys.executable, "-m", "frerlab.remote.exec", str(tmp_path / "hosts.yaml"), "talker",
+                              "--", "sleep", "304"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not in_namespace(sshd, "sleep 304"):
+            assert time.monotonic() < deadline and local.poll() is None, local.communicate()
+            time.sleep(0.05)
+        asked = time.monotonic()
+        local.send_signal(signal.SIGTERM)
+        code = local.wait(timeout=30)
+        took = time.monotonic() - asked
+    finally:
+        local.kill()
+        local.communicate()
+    assert code == 128 + signal.SIGTERM and took < 2.0, f"exit {code} after {took:.2f} s"
+    assert in_namespace(sshd, "sleep 304") == [], "the remote command outlived frerlab.remote.exec"
 
 
 def test_a_process_killed_mid_run_is_reported_as_killed(sshd):

@@ -10,6 +10,11 @@ the testbed's `rate` at the frame size, with 20 bytes of preamble and gap per fr
 section 20's theoretical maximum). Every duration of the plan is an estimate that includes a
 fixed cost per tool run (`TRIAL_OVERHEAD_S`); searches, whose trial count is only known at the
 end, are estimated from their parameters.
+
+Values are strict: a number must be a number of the field's kind (`true`, `"3"` or 64.0 where a
+count belongs are refused, not coerced); a campaign file is at most `MAX_CAMPAIGN_BYTES` and
+its plan at most `MAX_UNITS` units, counted from the file's lists before any unit is built. A relative `hosts:` path (a hosts system) is
+relative to the campaign file's directory.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, model_validator
 
 from frerlab.errors import UsageError
 from frerlab.impair.path import Impairment
@@ -36,6 +41,12 @@ from frerlab.yamlfile import load, read_text, validate
 TRIAL_OVERHEAD_S = 1.2
 #: Time to bring a testbed up and take it down.
 TESTBED_S = 4.0
+#: Most units one plan may hold (both modes counted): about 3 h at the shortest unit, 4 days
+#: at a typical one; the largest campaign of the project (campaigns/seed-hardware.yaml) has 131.
+MAX_UNITS = 10_000
+#: Largest campaign file (bytes), so that parsing any file accepted stays well under a second
+#: (PyYAML); the largest campaign of the project is under 5 KB.
+MAX_CAMPAIGN_BYTES = 32 << 10
 FrameSize = Annotated[int, Field(ge=64, le=1518)]
 Seconds = Annotated[float, Field(gt=0, le=3600)]
 Load = Annotated[float, Field(gt=0, le=1000, description="percent of the line rate")]
@@ -54,7 +65,10 @@ def _named(kind: str):
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    """Strict: a value of the wrong kind is refused, never coerced (YAML gives lists, so only
+    the tuple and path fields below take the list or text they are given as `strict=False`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class System(_Model):
@@ -86,7 +100,7 @@ class System(_Model):
                 raise ValueError(f"impair.{path}: {unknown[0]!r} is not an impairment ({', '.join(known)})")
             try:
                 Impairment.from_dict(changes)
-            except UsageError as err:
+            except (UsageError, TypeError) as err:  # TypeError: gilbert_elliott not a mapping of its fields
                 raise ValueError(f"impair.{path}: {err}") from None
         for mode in self.modes:
             try:
@@ -130,7 +144,8 @@ class HostsSystem(_Model):
     one mode, naming what it does; `rate` is the line rate of the talker's link."""
 
     kind: Literal["hosts"]
-    hosts: Path = Field(description="the hosts file: talker and listener (docs/remote.md)")
+    hosts: Path = Field(strict=False, description="the hosts file: talker and listener (docs/remote.md); "
+                                                  "relative: to the campaign file's directory")
     mode: Mode
     rate: Annotated[str, AfterValidator(_line_rate)]
     listener_address: Annotated[str, AfterValidator(_address)]
@@ -139,6 +154,8 @@ class HostsSystem(_Model):
         None, description="mode frer, required: where the network under test eliminates duplicates (seed 001: "
                           "sw2; seed 002: the listener host). frerlab does not configure it (`frerlab hosts push` "
                           "does); the campaign records it, and with it the results")
+    #: The directory a relative `hosts` is relative to: the campaign file's (read_campaign).
+    _directory: Path = PrivateAttr(Path("."))
 
     @model_validator(mode="after")
     def _elimination_named(self) -> HostsSystem:
@@ -153,6 +170,11 @@ class HostsSystem(_Model):
     @property
     def modes(self) -> list[str]:
         return [self.mode]
+
+    @property
+    def hosts_file(self) -> Path:
+        """The hosts file's path: `hosts`, relative to the campaign file's directory."""
+        return self._directory / self.hosts.expanduser()
 
     @property
     def rate_bps(self) -> int:
@@ -171,6 +193,10 @@ class _Step(_Model):
     def points(self) -> list[dict[str, Any]]:
         """The parameter points of one repetition, each the parameters that vary."""
         raise NotImplementedError
+
+    def point_count(self) -> int:
+        """len(points()), counted without building them (overridden where points are a product)."""
+        return len(self.points())
 
     def estimate_s(self, point: dict[str, Any]) -> float:
         """Estimated seconds of one unit at `point`."""
@@ -286,6 +312,9 @@ class Latency(_Step):
         return [{"tool": t, "frame_size": f, "load": load} for t in self.tools for f in self.frame_sizes
                 for load in self.loads]
 
+    def point_count(self) -> int:
+        return len(self.tools) * len(self.frame_sizes) * len(self.loads)
+
     def estimate_s(self, point: dict[str, Any]) -> float:
         return self.duration_s + TRIAL_OVERHEAD_S * (2 if point["load"] else 1)
 
@@ -300,6 +329,9 @@ class LossVsLoad(_Step):
 
     def points(self) -> list[dict[str, Any]]:
         return [{"frame_size": f, "load": load} for f in self.frame_sizes for load in self.loads]
+
+    def point_count(self) -> int:
+        return len(self.frame_sizes) * len(self.loads)
 
     def estimate_s(self, point: dict[str, Any]) -> float:
         return self.trial_s + TRIAL_OVERHEAD_S
@@ -350,8 +382,8 @@ class Failover(_Step):
     frame_size: FrameSize = 512
     loads: list[Annotated[float, Field(gt=0, le=100)]] = Field([10.0], min_length=1)
     duration_s: Annotated[float, Field(ge=1, le=3600)] = 6.0
-    cut_a: tuple[float, float] = (1.5, 3.0)
-    cut_b: tuple[float, float] = (4.0, 5.0)
+    cut_a: tuple[float, float] = Field((1.5, 3.0), strict=False)
+    cut_b: tuple[float, float] = Field((4.0, 5.0), strict=False)
 
     @model_validator(mode="after")
     def _valid_schedule(self) -> Failover:
@@ -432,6 +464,10 @@ class Campaign(_Model):
             if name in seen:
                 raise ValueError(f"step name {name!r} is given twice (give each step its own name)")
             seen.add(name)
+        units = unit_count(self)
+        if units > MAX_UNITS:
+            raise ValueError(f"the plan holds {units} units (modes x steps' points x repetitions), more than "
+                             f"{MAX_UNITS}: split the campaign, or give fewer points or repetitions")
         return self
 
 
@@ -476,18 +512,28 @@ def point_label(point: dict[str, Any]) -> str:
     return ",".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in point.items()) or "all"
 
 
+def _runs_in(campaign: Campaign, step: _Step, mode: str) -> bool:
+    return mode in (step.modes or campaign.system.modes)
+
+
+def unit_count(campaign: Campaign) -> int:
+    """len(plan(campaign)), counted without building a unit."""
+    return sum(step.point_count() * step.repetitions for mode in campaign.system.modes
+               for step in campaign.steps if _runs_in(campaign, step, mode))
+
+
 def plan(campaign: Campaign) -> list[Unit]:
     """Every unit in the order they run: mode by mode (one testbed each), steps in file order,
     repetitions innermost (so a step's repetitions are done back to back)."""
     units = []
+    names = [step_name(campaign, i) for i in range(len(campaign.steps))]
     for mode in campaign.system.modes:
         for i, step in enumerate(campaign.steps):
-            if mode not in (step.modes or campaign.system.modes):
+            if not _runs_in(campaign, step, mode):
                 continue
             for point in step.points():
                 for r in range(1, step.repetitions + 1):
-                    units.append(Unit(i, step_name(campaign, i), step.kind, mode, tuple(point.items()), r,
-                                      step.estimate_s(point)))
+                    units.append(Unit(i, names[i], step.kind, mode, tuple(point.items()), r, step.estimate_s(point)))
     return units
 
 
@@ -519,9 +565,17 @@ def parse_campaign(data: Any, source: str = "campaign") -> Campaign:
 
 
 def read_campaign(path: str | Path) -> tuple[Campaign, str]:
-    """The campaign in file `path` and the file's text."""
+    """The campaign in file `path` and the file's text; a relative `hosts:` is relative to the
+    file's directory."""
     text = read_text(path, "campaign")
-    return parse_campaign(load(text, str(path)), str(path)), text
+    size = len(text.encode())
+    if size > MAX_CAMPAIGN_BYTES:
+        raise UsageError(f"campaign file {str(path)!r} is {size} bytes, above the limit of {MAX_CAMPAIGN_BYTES} "
+                         "bytes for a campaign: split it into campaigns of their own")
+    campaign = parse_campaign(load(text, str(path)), str(path))
+    if isinstance(campaign.system, HostsSystem):
+        campaign.system._directory = Path(path).parent
+    return campaign, text
 
 
 def fingerprint(campaign: Campaign) -> str:
@@ -551,7 +605,7 @@ def plan_text(campaign: Campaign, units: list[Unit]) -> str:
     for u in units:
         groups.setdefault((u.mode, u.step), []).append(u)
     for (mode, step), members in groups.items():
-        points = sorted({point_label(u.params) for u in members}, key=[point_label(u.params) for u in members].index)
+        points = list(dict.fromkeys(point_label(u.params) for u in members))
         reps = max(u.repetition for u in members)
         seconds = sum(u.estimate_s for u in members)
         shown = "; ".join(points[:3]) + (f"; ... ({len(points)} points)" if len(points) > 3 else "")

@@ -12,6 +12,8 @@ from pathlib import Path
 
 from frerlab.bench.campaign import HostsSystem, plan, plan_text, read_campaign, select_steps
 from frerlab.errors import EXIT_INTERRUPTED, UsageError
+from frerlab.files import read_json, shape_error
+from frerlab.names import output_dir
 
 EPILOG = """examples:
   frerlab bench run campaigns/quick.yaml                  every method, short (under 3 minutes)
@@ -51,6 +53,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _run(args: argparse.Namespace) -> int:
     campaign, text = read_campaign(args.campaign)
     units = select_steps(campaign, plan(campaign), args.steps)
+    out = output_dir(args.out or Path("results") / f"{campaign.name}-{time.strftime('%Y%m%d-%H%M%S')}", "--out")
     if args.dry_run:
         print(plan_text(campaign, units))
         if isinstance(campaign.system, HostsSystem):
@@ -58,7 +61,6 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     if args.resume and args.out is None:
         raise UsageError("--resume needs --out: the results directory to complete")
-    out = args.out or Path("results") / f"{campaign.name}-{time.strftime('%Y%m%d-%H%M%S')}"
     from frerlab.bench.run import run_campaign, summary_lines  # the testbed's; a dry run needs none
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
@@ -82,25 +84,26 @@ def resume_command(campaign: Path, out: Path, steps: list[str] | None) -> str:
 
 def hosts_note(system: HostsSystem) -> str:
     """What a dry run of a hosts campaign did not check: the hosts file, and whether it is there."""
-    where = ("is there" if system.hosts.is_file() else
+    where = ("is there" if system.hosts_file.is_file() else
              "is not there: write it as docs/remote.md ('Two PCs and a switch') shows")
-    relative = "" if system.hosts.is_absolute() else " (relative to this directory)"
-    return (f"hosts: a dry run reads no hosts file and logs into nothing; the run needs {system.hosts}{relative}, "
-            f"which {where}; `frerlab hosts check {system.hosts}` checks the hosts")
+    return (f"hosts: a dry run reads no hosts file and logs into nothing; the run needs {system.hosts_file} "
+            f"(`hosts:` is relative to the campaign file), which {where}; `frerlab hosts check {system.hosts_file}` "
+            "checks the hosts")
 
 
 def _show(args: argparse.Namespace) -> int:
     path = args.results / "summary.json"
-    try:
-        summary = json.loads(path.read_text())
-    except FileNotFoundError:
+    if not path.exists():
         raise UsageError(f"{args.results} holds no summary.json: not a results directory "
-                         "(`frerlab bench run` or `frerlab import --results` make one)") from None
-    except (OSError, ValueError) as err:
-        raise UsageError(f"{path} cannot be read: {err}") from None
+                         "(`frerlab bench run` or `frerlab import --results` make one)")
+    summary = read_json(path, "results summary", root=args.results)
     from frerlab.bench.run import summary_lines
 
-    print(json.dumps(summary, indent=1) if args.json else "\n".join(summary_lines(summary)))
+    try:
+        text = json.dumps(summary, indent=1) if args.json else "\n".join(summary_lines(summary))
+    except (KeyError, TypeError, AttributeError, ValueError):  # a field missing or of another kind
+        raise shape_error(path, "results summary", "its groups and comparisons are not those frerlab writes") from None
+    print(text)
     return 0
 
 

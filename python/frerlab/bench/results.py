@@ -14,7 +14,9 @@
 
 Every file is written atomically, so Ctrl-C or a kill leaves finished units whole and an
 unfinished one without result.json; `--resume` redoes only those, after checking that the
-campaign is the same one (by fingerprint).
+campaign is the same one (by fingerprint). What `--resume` reads back (metadata.json, every
+result.json, campaign.yaml's presence) is read with frerlab.files, as regular files inside the
+directory, and checked before anything runs: a damaged file is one UsageError naming it.
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ from frerlab import __version__
 from frerlab.bench import stats
 from frerlab.bench.campaign import Campaign, Unit, fingerprint, plan
 from frerlab.errors import UsageError
-from frerlab.files import write_atomic
+from frerlab.files import read_json, shape_error, stored_file, write_atomic
+from frerlab.names import shown
 
 ROOT = Path(__file__).resolve().parents[3]
 TOOLS = {"iperf3": ["iperf3", "--version"], "sockperf": ["sockperf", "--version"], "tshark": ["tshark", "--version"],
@@ -55,20 +58,47 @@ class ResultsDir:
             if not resume:
                 raise UsageError(f"{self.out} holds results already: give --resume to complete them, "
                                  "or another --out")
-            meta = json.loads(meta_path.read_text())
-            if meta.get("fingerprint") != fingerprint(self.campaign):
-                raise UsageError(f"{self.out} holds results of another campaign ({meta.get('campaign')!r}, "
-                                 f"fingerprint {meta.get('fingerprint')}); --resume needs the same campaign file")
-        elif self.out.exists() and any(self.out.iterdir()):
+            meta = self.metadata()
+            if meta["fingerprint"] != fingerprint(self.campaign):
+                raise UsageError(f"{self.out} holds results of another campaign ({shown(meta.get('campaign'))}, "
+                                 f"fingerprint {shown(meta['fingerprint'])}); --resume needs the same campaign file")
+            stored_file(self.out / "campaign.yaml", "campaign file of the results", root=self.out)
+            units = plan(self.campaign)
+            return [u.id for u in units if self._unit_result(u) is not None]
+        if self.out.exists() and any(self.out.iterdir()):
             raise UsageError(f"{self.out} exists and is not a campaign's results directory: give an empty or new --out")
-        if not meta_path.exists():
-            self.out.mkdir(parents=True, exist_ok=True)
-            write_atomic(self.out / "campaign.yaml", self.text)
-            write_atomic(meta_path, json.dumps(metadata(self.campaign), indent=1))
-        return [u.id for u in plan(self.campaign) if (self.unit_dir(u) / "result.json").exists()]
+        self.out.mkdir(parents=True, exist_ok=True)
+        write_atomic(self.out / "campaign.yaml", self.text)
+        write_atomic(meta_path, json.dumps(metadata(self.campaign), indent=1))
+        return []
+
+    def metadata(self) -> dict[str, Any]:
+        """metadata.json; UsageError if it is damaged (not a mapping with a fingerprint and a list of runs)."""
+        path = self.out / "metadata.json"
+        meta = read_json(path, "results metadata", root=self.out)
+        if not isinstance(meta, dict) or not isinstance(meta.get("fingerprint"), str):
+            raise shape_error(path, "results metadata", "it must be a mapping holding the campaign's fingerprint (a text)")
+        if not isinstance(meta.get("runs", []), list):
+            raise shape_error(path, "results metadata", "its `runs` must be a list")
+        return meta
 
     def unit_dir(self, unit: Unit) -> Path:
-        return self.out / "units" / unit.id
+        """units/UNIT-ID; UsageError if it leads outside the results directory (a symlink planted there)."""
+        where = self.out / "units" / unit.id
+        if not where.resolve().is_relative_to(self.out.resolve()):
+            raise UsageError(f"{where} leads outside {self.out} (a symlink): frerlab writes results only inside it")
+        return where
+
+    def _unit_result(self, unit: Unit) -> dict[str, Any] | None:
+        """The unit's result.json (None: not done); UsageError if it is damaged."""
+        path = self.unit_dir(unit) / "result.json"
+        if not os.path.lexists(path):
+            return None
+        found = read_json(path, "unit result", root=self.out)
+        problem = _result_problem(found, _unit_record(unit))
+        if problem:
+            raise shape_error(path, "unit result", problem)
+        return found
 
     def start_unit(self, unit: Unit) -> Path:
         """A clean directory for a unit about to run (what an interrupted try left is removed)."""
@@ -79,34 +109,46 @@ class ResultsDir:
         return where
 
     def finish_unit(self, unit: Unit, result: dict[str, Any]) -> None:
-        write_atomic(self.unit_dir(unit) / "result.json", json.dumps(
-            {"unit": {"id": unit.id, "step": unit.step, "kind": unit.kind, "mode": unit.mode, "params": unit.params,
-                      "repetition": unit.repetition}, **result}, indent=1))
+        write_atomic(self.unit_dir(unit) / "result.json", json.dumps({"unit": _unit_record(unit), **result}, indent=1))
 
     def results(self) -> list[dict[str, Any]]:
         """Every finished unit's result, in plan order."""
-        found = []
-        for unit in plan(self.campaign):
-            path = self.unit_dir(unit) / "result.json"
-            if path.exists():
-                found.append(json.loads(path.read_text()))
-        return found
+        return [found for unit in plan(self.campaign) if (found := self._unit_result(unit)) is not None]
 
     def add_metadata(self, key: str, value: Any) -> None:
         """Records `value` under `key` in metadata.json."""
-        path = self.out / "metadata.json"
-        write_atomic(path, json.dumps({**json.loads(path.read_text()), key: value}, indent=1))
+        write_atomic(self.out / "metadata.json", json.dumps({**self.metadata(), key: value}, indent=1))
 
     def log_run(self, started: float, how: str) -> None:
         """Appends one invocation to metadata.json."""
-        path = self.out / "metadata.json"
-        meta = json.loads(path.read_text())
+        meta = self.metadata()
         meta.setdefault("runs", []).append({"start": started, "end": time.time(), "ended": how})
-        write_atomic(path, json.dumps(meta, indent=1))
+        write_atomic(self.out / "metadata.json", json.dumps(meta, indent=1))
 
     def write_summary(self) -> dict[str, Any]:
         """summary.json and summary.csv from every finished unit."""
         return write_summary(self.out, self.results())
+
+
+def _unit_record(unit: Unit) -> dict[str, Any]:
+    """What a unit's result.json says of the unit."""
+    return {"id": unit.id, "step": unit.step, "kind": unit.kind, "mode": unit.mode, "params": unit.params,
+            "repetition": unit.repetition}
+
+
+def _result_problem(found: Any, unit: dict[str, Any]) -> str | None:
+    """What is wrong with a unit's result.json as read back (None: it is one frerlab wrote for `unit`)."""
+    if not isinstance(found, dict) or found.get("unit") != unit:
+        return f"it must be a mapping whose `unit` is unit {unit['id']}"
+    if not isinstance(found.get("valid"), bool):
+        return "its `valid` must be true or false"
+    metrics = found.get("metrics")
+    if not isinstance(metrics, dict) or not all(v is None or isinstance(v, (int, float)) for v in metrics.values()):
+        return "its `metrics` must be a mapping of names to numbers (or null)"
+    flags = found.get("flags")
+    if not isinstance(flags, list) or not all(isinstance(f, dict) and isinstance(f.get("name"), str) for f in flags):
+        return "its `flags` must be a list of mappings, each with a `name`"
+    return None
 
 
 def write_summary(out: Path, results: list[dict[str, Any]]) -> dict[str, Any]:

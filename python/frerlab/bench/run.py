@@ -28,7 +28,7 @@ from frerlab.bench.steps import Context, result, runners
 from frerlab.bench.target import HostsTarget, Target, TestbedTarget
 from frerlab.bench.trial import Flag
 from frerlab.errors import ToolFailed, UsageError
-from frerlab.remote.hosts import read_hosts
+from frerlab.remote.hosts import Hosts, read_hosts
 from frerlab.testbed import bed
 
 #: The metrics a finished unit's line shows, per kind (every metric is in the results).
@@ -57,6 +57,7 @@ def run_campaign(campaign: Campaign, text: str, out: Path, resume: bool = False,
     console = console or Console(stderr=True)
     units = plan(campaign)
     selected = select_steps(campaign, units, steps)
+    hosts = _hosts(campaign.system) if isinstance(campaign.system, HostsSystem) else None
     results = ResultsDir(out, campaign, text)
     done = set(results.open(resume))
     todo = [u for u in selected if u.id not in done]
@@ -73,7 +74,7 @@ def run_campaign(campaign: Campaign, text: str, out: Path, resume: bool = False,
             task = bar.add_task(campaign.name, total=sum(u.estimate_s for u in selected),
                                 completed=sum(u.estimate_s for u in selected if u.id in done))
             for mode in dict.fromkeys(u.mode for u in todo):
-                with _target(campaign, mode, name, results) as target:
+                with _target(campaign, hosts, mode, name, results) as target:
                     for unit in (u for u in todo if u.mode == mode):
                         where = results.start_unit(unit)
                         label = f"{unit.step} {mode} {point_label(unit.params)} r{unit.repetition}"
@@ -98,8 +99,16 @@ def run_campaign(campaign: Campaign, text: str, out: Path, resume: bool = False,
     return summary
 
 
+def _hosts(system: HostsSystem) -> Hosts:
+    """The hosts file of a hosts system (its key files read), checked before anything is made."""
+    hosts = read_hosts(system.hosts_file)
+    if hosts.talker.interface is None:
+        raise UsageError(f"{system.hosts_file}: talker.interface is missing: name the talker's interface under test")
+    return hosts
+
+
 @contextmanager
-def _target(campaign: Campaign, mode: str, name: str, results: ResultsDir) -> Iterator[Target]:
+def _target(campaign: Campaign, hosts: Hosts | None, mode: str, name: str, results: ResultsDir) -> Iterator[Target]:
     """A testbed of `mode`, up while the block runs; or the hosts, checked (pre-flight, recorded
     in metadata.json) before the block runs."""
     system = campaign.system
@@ -107,15 +116,12 @@ def _target(campaign: Campaign, mode: str, name: str, results: ResultsDir) -> It
         from frerlab.remote.preflight import one_way_latency_allowed, preflight  # asyncssh: only when used
         from frerlab.remote.ssh import Session
 
-        hosts = read_hosts(system.hosts)
-        if hosts.talker.interface is None:
-            raise UsageError(f"{system.hosts}: talker.interface is missing: name the talker's interface under test")
         with Session(hosts) as session:
             report = preflight(session)
         clock = one_way_latency_allowed(report)
         results.add_metadata("hosts", {"preflight": report, "one_way_latency": {"allowed": clock[0], "why": clock[1]}})
         yield HostsTarget(mode, system.rate_bps, system.listener_address, tuple(system.frerlab), clock,
-                          hosts_file=system.hosts.resolve(), talker_interface=hosts.talker.interface)
+                          hosts_file=system.hosts_file.resolve(), talker_interface=hosts.talker.interface)
         return
     with bed.Testbed(**system.testbed_args(mode, name)) as tb:
         for path, changes in system.impair.items():

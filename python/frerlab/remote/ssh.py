@@ -13,14 +13,17 @@ for the rest of frerlab, run on an event loop of its own in a background thread:
 - `fetch(role, remote, local)`: a file back into the results directory (SFTP).
 
 Every remote process started is stopped (SIGTERM, then SIGKILL) when the block ends, also on
-Ctrl-C or an error: an SSH channel closing does not stop a process without a terminal. Errors
-name the role, the target and what went wrong: unreachable, authentication refused, host key
-unknown, a tool missing (exit 127), a timeout, a process killed.
+Ctrl-C or an error: an SSH channel closing does not stop a process without a terminal. A
+process is registered for that on the session's loop as soon as its pid is known, so one whose
+`start` was interrupted (SIGTERM while it started) is stopped too. Errors name the role, the
+target and what went wrong: unreachable, authentication refused, host key unknown, a tool
+missing (exit 127), a timeout, a process killed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import shlex
 import threading
 from collections.abc import Coroutine
@@ -35,6 +38,8 @@ from frerlab.remote.hosts import Hosts, SshTarget
 
 #: Seconds a stopped remote process has between SIGTERM and SIGKILL.
 STOP_GRACE_S = 1.0
+#: Seconds closing a session waits for a `start` still under way, to stop what it started.
+START_WAIT_S = 5.0
 
 
 class RemoteError(ToolFailed):
@@ -92,6 +97,7 @@ class Session:
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._connections: dict[str, asyncssh.SSHClientConnection] = {}
         self._started: list[RemoteProcess] = []
+        self._starting: list[concurrent.futures.Future] = []
 
     def __enter__(self) -> Session:
         self._thread.start()
@@ -116,8 +122,8 @@ class Session:
 
     async def _connect(self, role: str, target: SshTarget) -> asyncssh.SSHClientConnection:
         tunnel = await self._connect(f"{role}'s jump host", target.jump) if target.jump else ()
-        known = None if target.known_hosts == "none" else (str(target.known_hosts) if target.known_hosts else ())
-        keys = [str(target.key.expanduser())] if target.key else ()
+        known = target.known_hosts_keys()
+        keys = [target.private_key()] if target.key else ()
         try:
             return await asyncssh.connect(target.host, target.port, username=target.user, client_keys=keys,
                                           known_hosts=known, tunnel=tunnel, connect_timeout=target.connect_timeout_s,
@@ -159,18 +165,18 @@ class Session:
 
     def start(self, role: str, argv: list[str]) -> RemoteProcess:
         """Starts `argv` on `role`'s host in the background; it is stopped when the session ends."""
-        async def begin() -> tuple[asyncssh.SSHClientProcess, int]:
+        async def begin() -> RemoteProcess:
             process = await self._connection(role).create_process(
                 "sh -c 'echo $$; exec \"$@\"' frerlab " + shlex.join(argv))
             line = await process.stdout.readline()
-            return process, int(line)
-        try:
-            process, pid = self._call(begin())
-        except ValueError:
-            raise RemoteError(f"{shlex.join(argv)} did not start on {role}") from None
-        started = RemoteProcess(self, role, argv, process, pid)
-        self._started.append(started)
-        return started
+            if not line.strip().isdigit():
+                raise RemoteError(f"{shlex.join(argv)} did not start on {role}")
+            started = RemoteProcess(self, role, argv, process, int(line))
+            self._started.append(started)  # here, so that close() stops it even if the caller was interrupted
+            return started
+        starting = asyncio.run_coroutine_threadsafe(begin(), self._loop)
+        self._starting.append(starting)
+        return starting.result()
 
     def fetch(self, role: str, remote: str, local: Path) -> None:
         """Copies file `remote` of `role`'s host to `local` (SFTP)."""
@@ -194,7 +200,8 @@ class Session:
         """Stops what was started, closes every connection and the loop."""
         try:
             if self._thread.is_alive():
-                for process in self._started:
+                concurrent.futures.wait(self._starting, timeout=START_WAIT_S)
+                for process in list(self._started):
                     try:
                         self.stop(process)
                     except (OSError, asyncssh.Error):
