@@ -76,3 +76,35 @@ def test_building_the_parser_loads_neither_world():
     assert _loaded("import frerlab.crosscheck.cli", ("pandas", "frerlab.sim.api", "frerlab.testbed.bed",
                                                      "frerlab.crosscheck.run")) == []
     assert _loaded("from frerlab.cli import build_parser; build_parser()", ("frerlab.crosscheck.run",)) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the testbed needs root")
+@pytest.mark.parametrize("stop", ["SIGTERM", "SIGINT"])
+def test_a_stopped_crosscheck_removes_its_testbed(tmp_path, stop):
+    """SIGTERM (a timeout, a CI job cancelled) or Ctrl-C while the testbed world runs: the
+    crosscheck ends as interrupted (130) and no namespace, state file or pin of its testbed
+    remains."""
+    import signal
+    import time
+
+    run = tmp_path / "run"
+    env = {**os.environ, "FRERLAB_RUN_DIR": str(run)}
+    proc = subprocess.Popen([sys.executable, "-m", "frerlab.cli", "crosscheck", str(PATH_CUT), "--out",
+                             str(tmp_path / "xc")], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    prefix = f"tb-xc{proc.pid % 10**7}-"
+
+    def namespaces() -> list[str]:
+        listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
+        return [ns for ns in listed if ns.startswith(prefix)]
+
+    deadline = time.monotonic() + 60
+    while len(namespaces()) < 6 or not (tmp_path / "xc" / "testbed").exists():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.05)
+    proc.send_signal(getattr(signal, stop))
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    assert namespaces() == []
+    assert not [p for p in run.rglob("*") if p.is_file() and "progs.debug" not in p.name
+                and "maps.debug" not in p.name], list(run.rglob("*"))

@@ -71,11 +71,12 @@ def test_out_of_range_frer_parameter_names_the_field_and_range() -> None:
 def test_recovery_defaults_are_frerlabs_and_never_is_explicit() -> None:
     """The simulator's FRER functions default like the data plane's: history 32, 100 ms
     (1 ms for individual recovery); YANG's "no timeout" must be asked for."""
-    recoveries = [{"node": "l"}, {"node": "l", "individual_recovery": True}, {"node": "l", "reset_timeout": "never"}]
+    recoveries = [{"node": "l", "individual_recovery": True},  # individual first: they leave the R-TAG on
+                  {"node": "l", "individual_recovery": True, "reset_timeout": "never"}, {"node": "l"}]
     frer = {"sequence_generation": "t", "sequence_recovery": recoveries}
     sc = parse_scenario(tiny(frer=frer))
     got = [(r.history_length, r.reset_timeout_ps()) for r in sc.streams[0].frer.sequence_recovery]
-    assert got == [(32, 100 * 10**9), (32, 10**9), (32, None)]
+    assert got == [(32, 10**9), (32, None), (32, 100 * 10**9)]
 
 
 def test_a_path_that_misses_the_listener_is_rejected() -> None:

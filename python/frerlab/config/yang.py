@@ -514,4 +514,19 @@ def validate_file(path: str | Path, yang_dirs: list[Path]) -> int:
     except YangsonException as err:
         raise UsageError(f"{path}: not valid against the YANG modules: {type(err).__name__}: "
                          f"{_hide(str(err), data)}") from None
+    except TypeError as err:  # yangson fails so when a mandatory choice has no case in the data
+        raise UsageError(f"{path}: not valid against the YANG modules: SchemaError: missing-data: a mandatory "
+                         f"choice has none of its cases{_where(err, data)}") from None
     return len(data)
+
+
+def _where(err: TypeError, data: Any) -> str:
+    """" at JSON-POINTER" of the instance yangson was checking when it raised `err`, or ""."""
+    tb, inst = err.__traceback__, None
+    while tb is not None:
+        inst = tb.tb_frame.f_locals.get("inst", inst)
+        tb = tb.tb_next
+    try:
+        return f" at {_hide(str(inst.json_pointer()), data)}"
+    except AttributeError:
+        return ""

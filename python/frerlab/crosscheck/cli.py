@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import time
 from pathlib import Path
@@ -14,7 +15,7 @@ from frerlab.names import output_dir
 
 EPILOG = """Runs SCENARIO (a small YAML file: stream, a cut of each path, loss per path, link rate,
 sw2's history length) in the simulator and on a temporary namespace testbed (taken down at the
-end, also on failure or Ctrl-C), writes the raw results of both (DIR/sim, DIR/testbed), then the
+end, also on failure, Ctrl-C, SIGTERM or SIGHUP), writes the raw results of both (DIR/sim, DIR/testbed), then the
 comparison (DIR/comparison.json, DIR/comparison.txt), and prints per metric both results, the
 tolerance and whether they agree. docs/crosscheck.md describes the file and the tolerances.
 
@@ -43,7 +44,18 @@ def _crosscheck(args: argparse.Namespace) -> int:
     out = output_dir(args.out or Path("results") / time.strftime("crosscheck-%Y%m%d-%H%M%S"), "--out")
     print(f"crosscheck {sc.name}: simulator, then testbed ({sc.stream.duration + run.TAIL_S:g} s of stream) ...",
           file=sys.stderr)
-    comparison = run.run(sc, out)
+    stops = (signal.SIGTERM, signal.SIGHUP)
+    previous = {s: signal.signal(s, _interrupt) for s in stops}  # the testbed goes, as on Ctrl-C
+    try:
+        comparison = run.run(sc, out)
+    finally:
+        for s in stops:
+            signal.signal(s, previous[s])
     print(json.dumps(comparison, indent=1) if args.json else run.table(comparison))
     print(f"  results in {out}", file=sys.stderr)
     return 0 if comparison["agree"] else EXIT_VERDICT
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    """SIGTERM or SIGHUP: handled as Ctrl-C, so the temporary testbed is taken down."""
+    raise KeyboardInterrupt

@@ -12,6 +12,7 @@ import time
 from frerlab.dataplane import control, stats
 from frerlab.dataplane.config import DEFAULT_NAME, load_config
 from frerlab.errors import EXIT_VERDICT, UsageError
+from frerlab.statefiles import down_all
 
 EPILOG = """A configuration file describes one FRER node (talker end-station, relay or listener) in
 the vocabulary of the IEEE YANG modules (stream-identity, sequence-generation,
@@ -108,10 +109,10 @@ def _up(args: argparse.Namespace) -> int:
 
 
 def _down(args: argparse.Namespace) -> int:
-    names = control.running_names() if args.all else [args.name]
-    for name in names:
-        found = control.down(name)
-        print(f"data plane {name} {'removed' if found else 'was not up'}")
+    if not args.all:
+        print(f"data plane {args.name} {'removed' if control.down(args.name) else 'was not up'}")
+        return 0
+    down_all("data plane", control.running_names(), control.down)
     return 0
 
 

@@ -21,6 +21,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import Field
 
 from frerlab.dataplane import bpfsys, hooks, interfaces, layout
 from frerlab.dataplane.config import NodeConfig, NodePlan, parse_config
@@ -28,7 +31,9 @@ from frerlab.dataplane.node import OBJECT, XDP_OBJECT, Node, pin_path, possible_
 from frerlab import processes
 from frerlab.errors import UsageError
 from frerlab.frer import LatentErrorDetector
-from frerlab.names import RUN_DIR, check_name, inside, name_problem
+from frerlab.names import MAX_IFNAME, RUN_DIR, check_name, inside, name_problem, pydantic_name
+from frerlab.statefiles import StateModel
+from frerlab.statefiles import read_state as read_state_file
 from frerlab.netns import exists as netns_exists
 from frerlab.netns import links as netns_links
 from frerlab.files import write_atomic
@@ -53,17 +58,75 @@ def log_path(name: str) -> Path:
     return inside(STATE_DIR, check_name(name, "data plane"), ".log")
 
 
+_Port = pydantic_name("port", MAX_IFNAME)
+#: What a port had before `up` changed it, and what `up` set: [before, after].
+_Change = Annotated[list[int], Field(min_length=2, max_length=2)]
+
+
+class _Interfaces(StateModel):
+    """What `up` changed on the ports (interfaces.Survey.record)."""
+
+    offloads: dict[_Port, list[Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")]]] = {}
+    mtu: dict[_Port, _Change] = {}
+    gso_max_segs: dict[_Port, _Change] = {}
+
+
+class _State(StateModel):
+    """What `up` writes to a data plane's state file (`config` is checked by parse_config
+    where it is used)."""
+
+    name: pydantic_name("data plane")
+    netns: pydantic_name("network namespace") | None
+    attached: list[_Port]
+    config: dict[str, Any]
+    monitor_pid: Annotated[int, Field(ge=1)] | None
+    interfaces: _Interfaces = _Interfaces()
+    started: float = 0.0
+    hooks: dict[_Port, str] = {}
+    hook_note: str | None = None
+
+
+class _Alarm(StateModel):
+    condition: str
+    difference: float
+    at_s: float
+
+
+class _Finding(StateModel):
+    """One recovery function's latent error findings (`monitor`)."""
+
+    stream: int
+    active: bool
+    alarms: int
+    difference_threshold: int
+    latent_error_resets: int
+    last: _Alarm | None
+
+
+class _Latent(StateModel):
+    """What the latent error monitor writes after every poll."""
+
+    updated: float
+    functions: list[_Finding]
+
+
+def recorded_state(name: str) -> dict | None:
+    """The state of data plane `name` if `up` recorded one, else None; UsageError naming the
+    file and the field of a damaged one."""
+    path = state_path(name)
+    if not os.path.lexists(path):
+        return None
+    return read_state_file(path, f"state file of data plane {name!r}", _State, STATE_DIR)
+
+
 def read_state(name: str) -> dict:
     """The state of running data plane `name`; UsageError naming the running ones otherwise,
-    or saying that its state file is damaged."""
-    try:
-        return json.loads(state_path(name).read_text())
-    except FileNotFoundError:
+    or naming the file and the field of a damaged state file."""
+    state = recorded_state(name)
+    if state is None:
         running = ", ".join(running_names()) or "none"
-        raise UsageError(f"no data plane named {name!r} is up (running: {running})") from None
-    except (ValueError, UnicodeDecodeError):
-        raise UsageError(f"the state file of data plane {name!r} ({state_path(name)}) is damaged; "
-                         f"`frerlab dataplane down --name {name}` removes what it can") from None
+        raise UsageError(f"no data plane named {name!r} is up (running: {running})")
+    return state
 
 
 def running_names() -> list[str]:
@@ -157,15 +220,11 @@ def _start_monitor(name: str) -> int:
 
 def down(name: str) -> bool:
     """Removes data plane `name`: its monitor, tc qdiscs, pins and state; also what a crashed
-    run left. Returns whether anything was there."""
+    run left. Returns whether anything was there. A damaged state file is refused (UsageError
+    naming the file and the field) before anything is removed."""
     path, pins = state_path(name), pin_path(name)
-    found = path.exists() or pins.exists()
-    state = None
-    if path.exists():
-        try:
-            state = read_state(name)
-        except UsageError as damaged:  # its pins and files still go; what it attached may stay
-            print(f"warning: {damaged}", file=sys.stderr)
+    state = recorded_state(name)  # a damaged one: refused, nothing removed
+    found = state is not None or pins.exists()
     if state is not None:
         pid = state.get("monitor_pid")
         if pid and {b"monitor", os.fsencode(name)} <= set(processes.command_line(pid)):
@@ -234,11 +293,17 @@ def snapshot(name: str) -> dict:
         ports = [{"port": port, **node.port_counters(index)} for index, port in enumerate(plan.ports)]
     finally:
         node.release()
-    latent = None
-    if latent_path(name).exists():
-        latent = json.loads(latent_path(name).read_text())
     return {"name": name, "netns": state["netns"], "time": time.time(), "cpus": possible_cpus(),
-            "streams": streams, "ports": ports, "latent": latent}
+            "streams": streams, "ports": ports, "latent": read_latent(name)}
+
+
+def read_latent(name: str) -> dict | None:
+    """The latent error monitor's latest findings for data plane `name`, None if it wrote none;
+    UsageError naming the file and the field of a damaged file."""
+    path = latent_path(name)
+    if not os.path.lexists(path):
+        return None
+    return read_state_file(path, f"latent error findings of data plane {name!r}", _Latent, STATE_DIR)
 
 
 def reset(name: str, handle: int | None = None, port: str | None = None) -> list[dict]:

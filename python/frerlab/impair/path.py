@@ -35,17 +35,21 @@ import time
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field
 
 from frerlab.dataplane import bpfsys
 from frerlab.dataplane.bpfsys import attach_ingress, detach, ifindex
 from frerlab.dataplane.node import possible_cpus
 from frerlab import processes
 from frerlab.errors import ToolFailed, UsageError
-from frerlab.names import RUN_DIR
+from frerlab.names import MAX_IFNAME, RUN_DIR, pydantic_name
+from frerlab.statefiles import StateModel
+from frerlab.statefiles import read_state as read_state_file
 from frerlab.netns import exists as netns_exists
 from frerlab.netns import ip
-from frerlab.files import write_atomic
+from frerlab.files import shape_error, write_atomic
 
 OBJECT = Path(__file__).resolve().parents[3] / "bpf" / "build" / "impair.o"
 PIN_ROOT = bpfsys.BPFFS
@@ -179,11 +183,57 @@ def _delay_devices(name: str) -> tuple[str, str]:
     return f"{tag}x", f"{tag}y"
 
 
-def _read_json(path: Path) -> dict | None:
-    try:
-        return json.loads(path.read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
+class _RecordedGilbertElliott(StateModel):
+    p_good_to_bad: float
+    p_bad_to_good: float
+    loss_good: float
+    loss_bad: float
+
+
+class _RecordedImpairment(StateModel):
+    """`Impairment.to_dict()` (its ranges are checked by Impairment itself)."""
+
+    down: bool
+    loss: float
+    gilbert_elliott: _RecordedGilbertElliott | None
+    delay_ms: float
+    jitter_ms: float
+    reorder: float
+    duplicate: float
+
+
+class _RecordedSettings(StateModel):
+    forward: _RecordedImpairment
+    reverse: _RecordedImpairment
+
+
+class _State(StateModel):
+    """What `_save_state` writes."""
+
+    netns: pydantic_name("network namespace")
+    end_a: pydantic_name("port", MAX_IFNAME)
+    end_b: pydantic_name("port", MAX_IFNAME)
+    delay_limit: Annotated[int, Field(ge=1)]
+    settings: _RecordedSettings
+
+
+def _state_file(name: str) -> tuple[Path, str]:
+    return STATE_ROOT / name / STATE_FILE, f"state file of impairment {name!r}"
+
+
+def recorded_state(name: str) -> dict | None:
+    """The state of element `name` if one was recorded, else None; UsageError naming the file
+    and the field of a damaged one."""
+    path, what = _state_file(name)
+    if not os.path.lexists(path):
         return None
+    state = read_state_file(path, what, _State, STATE_ROOT)
+    for d in DIRECTIONS:
+        try:
+            Impairment.from_dict(state["settings"][d])
+        except UsageError as err:
+            raise shape_error(path, what, f"settings.{d}: {err}") from None
+    return state
 
 
 def _delay_line_pids(state_dir: Path) -> list[int]:
@@ -219,9 +269,10 @@ def _request(state_dir: Path, request: Any, timeout_s: float = REQUEST_TIMEOUT_S
 def remove_leftovers(name: str) -> None:
     """Removes everything an element called `name` left: its delay-line process, the qdiscs
     on its ends and its veth pair (if the namespace still exists), its pins, its state
-    directory. Quiet about what is gone already; safe to call at any time."""
+    directory. Quiet about what is gone already; safe to call at any time. A damaged state
+    file is refused (UsageError naming it) before anything is removed."""
     state_dir = STATE_ROOT / name
-    state = _read_json(state_dir / STATE_FILE) or {}
+    state = recorded_state(name) or {}  # a damaged one: refused, nothing removed
     try:
         _request(state_dir, "stop", timeout_s=1.0)
     except DelayLineDown:
@@ -368,7 +419,7 @@ class PathImpairment:
     @classmethod
     def reopen(cls, name: str) -> PathImpairment:
         """The element `name` that another process set up, to reconfigure, read or close."""
-        state = _read_json(STATE_ROOT / name / STATE_FILE)
+        state = recorded_state(name)
         if state is None or not (PIN_ROOT / name).exists():
             raise UsageError(f"impairment {name!r} is not set up (no {STATE_ROOT / name / STATE_FILE})")
         self = cls(state["netns"], state["end_a"], state["end_b"], name, state["delay_limit"])

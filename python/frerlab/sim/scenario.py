@@ -665,6 +665,7 @@ def _compile_stream(s: Stream, node_index: dict, links: dict, port_index: dict) 
         gen = s.frer.sequence_generation
         if gen not in node_index:
             raise ValueError(f"stream {s.name}: sequence_generation " + _known("node", gen, node_index))
+        _check_recovery_placement(s, s.paths or [_shortest_path(s, links)], links)
         spec["generation"] = node_index[gen]
         spec["rtag_bytes"] = s.frer.rtag_bytes
         spec["recovery"] = [_compile_recovery(s.name, r, node_index, links, port_index) for r in s.frer.sequence_recovery]
@@ -672,6 +673,41 @@ def _compile_stream(s: Stream, node_index: dict, links: dict, port_index: dict) 
         if getattr(s, name) is not None:
             spec[name] = getattr(s, name).model_dump()
     return spec
+
+
+def _check_recovery_placement(s: Stream, paths: list[list[str]], links: dict) -> None:
+    """ValueError naming a sequence recovery function (without take_no_sequence) that every
+    frame reaches without a sequence number, so that it would discard every one (802.1CB
+    7.4.3.4): one placed before the sequence generation node on every path, or after another
+    recovery function took the R-TAG off. The frames are followed as the simulator moves them:
+    at each node, generation first, then the recovery functions in the file's order."""
+    recoveries = s.frer.sequence_recovery
+    numbered_at: dict[int, bool] = {}  # recovery function -> whether a numbered frame reaches it
+    for path in paths:
+        at, via, numbered = s.talker, None, False
+        for link_name in [None, *path]:
+            if link_name is not None:
+                link = links[link_name]
+                at, via = (link.b if at == link.a else link.a), link_name
+            numbered |= at == s.frer.sequence_generation
+            for i, r in enumerate(recoveries):
+                if r.node != at or r.ingress not in (None, via):
+                    continue
+                numbered_at[i] = numbered_at.get(i, False) or numbered
+                if not numbered and not r.take_no_sequence:
+                    break  # discarded here
+                numbered = numbered and r.individual_recovery  # the R-TAG is taken off
+            else:
+                continue
+            break
+    for i, numbered in numbered_at.items():
+        r = recoveries[i]
+        if not numbered and not r.take_no_sequence:
+            where = f"{r.node!r}" + (f" (ingress {r.ingress})" if r.ingress else "")
+            raise ValueError(f"stream {s.name}: sequence_recovery at {where} would discard every frame: none "
+                             f"reaches it with a sequence number (sequence_generation at "
+                             f"{s.frer.sequence_generation!r} comes after it on every path, or a recovery before "
+                             "it took the R-TAG off); place it after the generation, or set take_no_sequence: true")
 
 
 def _compile_recovery(stream: str, r: Recovery, node_index: dict, links: dict, port_index: dict) -> dict[str, Any]:

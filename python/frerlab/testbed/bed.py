@@ -25,16 +25,21 @@ killed `up` left. `with Testbed(...) as tb:` brings one up and always takes it d
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from frerlab.dataplane import control
 from frerlab.errors import UsageError
 from frerlab.impair import PathImpairment
+from frerlab.impair.path import recorded_state as recorded_path_state
 from frerlab.impair import remove_leftovers as remove_path_leftovers
-from frerlab.names import MAX_IFNAME, RUN_DIR, check_name, inside, name_problem
+from frerlab.names import MAX_IFNAME, RUN_DIR, check_name, inside, name_problem, pydantic_name
+from frerlab.statefiles import StateModel
+from frerlab.statefiles import read_state as read_state_file
 from frerlab.netns import Namespaces, exists, link_info
 from frerlab.sim.units import MIN_FRAME_BYTES, rate_bps, size_bytes
 from frerlab.testbed import plan
@@ -159,13 +164,59 @@ def running() -> list[str]:
                   and name_problem(p.stem, "testbed", MAX_NAME) is None) if STATE_DIR.is_dir() else []
 
 
+_Name = pydantic_name("network namespace")
+
+
+class _RecordedSettings(StateModel):
+    """`Settings` as `up` records them."""
+
+    mode: Literal[plan.MODES]
+    rate: str
+    queue_limit: str
+    replicate_at: str
+    eliminate_at: str
+    history_length: int
+    path_rate: str | None = None
+    rate_bps: int
+    path_rate_bps: int = 0
+    queue_limit_bytes: int
+
+
+class _Roles(StateModel):
+    """A name per host and path of the testbed."""
+
+    talker: _Name
+    sw1: _Name
+    sw2: _Name
+    listener: _Name
+    a: _Name
+    b: _Name
+
+
+class _Paths(StateModel):
+    a: _Name
+    b: _Name
+
+
+class _State(StateModel):
+    """What `up` writes to a testbed's state file."""
+
+    name: _Name
+    settings: _RecordedSettings
+    namespaces: _Roles
+    dataplanes: dict[Literal[HOSTS], _Name]
+    paths: _Paths
+    started: float
+
+
 def read_state(name: str) -> dict:
-    """The state of testbed `name`; UsageError naming the ones that are up otherwise."""
-    try:
-        return json.loads(state_path(name).read_text())
-    except FileNotFoundError:
+    """The state of testbed `name`; UsageError naming the ones that are up otherwise, or naming
+    the file and the field of a damaged state file."""
+    path = state_path(name)
+    if not os.path.lexists(path):
         raise UsageError(f"no testbed named {name!r} is up (up: {', '.join(running()) or 'none'}); "
-                         "`frerlab testbed up` makes one") from None
+                         "`frerlab testbed up` makes one")
+    return read_state_file(path, f"state file of testbed {name!r}", _State, STATE_DIR)
 
 
 def up(settings: Settings) -> dict:
@@ -243,10 +294,16 @@ def _is_path_link(link: Link) -> bool:
 
 def down(name: str) -> bool:
     """Removes testbed `name` and everything it made; idempotent. Returns whether anything of
-    it was there."""
+    it was there. A damaged state file (the testbed's, its data planes', its paths') is refused
+    (UsageError naming it) before anything is removed."""
     path = state_path(name)
-    state = json.loads(path.read_text()) if path.exists() else None
-    found = state is not None
+    found = os.path.lexists(path)
+    if found:
+        read_state(name)  # a damaged state file: refused, nothing removed
+    for role in HOSTS:  # so are damaged state files of its data planes and paths
+        control.recorded_state(_dataplane_name(name, role))
+    for p in PATHS:
+        recorded_path_state(_path_name(name, p))
     for role in HOSTS:
         found |= control.down(_dataplane_name(name, role))
     for p in PATHS:

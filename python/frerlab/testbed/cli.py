@@ -12,6 +12,7 @@ from pathlib import Path
 
 from frerlab.errors import EXIT_VERDICT, UsageError
 from frerlab.names import output_dir
+from frerlab.statefiles import down_all
 from frerlab.testbed import bed, failover, plan
 
 TESTBED_EPILOG = """The seeds' 2-hop dual-path topology in network namespaces:
@@ -153,8 +154,10 @@ def _up(args: argparse.Namespace) -> int:
 
 
 def _down(args: argparse.Namespace) -> int:
-    for name in bed.running() if args.all else [args.name]:
-        print(f"testbed {name} {'removed' if bed.down(name) else 'was not up'}")
+    if not args.all:
+        print(f"testbed {args.name} {'removed' if bed.down(args.name) else 'was not up'}")
+        return 0
+    down_all("testbed", bed.running(), bed.down)
     return 0
 
 

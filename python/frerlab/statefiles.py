@@ -1,0 +1,56 @@
+"""Reading back the state files frerlab keeps under RUN_DIR across commands (a testbed's, a data
+plane's and its latent error findings, an impairment element's).
+
+Such a file may have been damaged (a full disk, a crash of the machine) or planted: `read_state`
+takes it only through `frerlab.files.read_json` (a regular file inside its state directory,
+bounded, JSON without NaN, huge integers or deep nesting) and checks its shape with a strict
+pydantic model of what frerlab wrote there, so every damage is one UsageError naming the file
+and the field, never a traceback and never a text of the file longer than a field name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from frerlab.errors import UsageError
+from frerlab.files import read_json, shape_error
+from frerlab.yamlfile import describe_error
+
+
+class StateModel(BaseModel):
+    """A state file's shape: strict types (no `"1"` for 1, no `1` for true); keys a later
+    version may add are ignored."""
+
+    model_config = ConfigDict(strict=True, extra="ignore")
+
+
+def read_state(path: Path, what: str, model: type[StateModel], root: Path) -> dict[str, Any]:
+    """The data of state file `path` (inside directory `root`) once it has `model`'s shape;
+    UsageError naming the file and the bad field otherwise."""
+    data = read_json(path, what, root)
+    if not isinstance(data, dict):
+        raise shape_error(path, what, f"it holds a {type(data).__name__}, not a mapping")
+    try:
+        model.model_validate(data)
+    except ValidationError as err:
+        problems = [line.removeprefix(": ") for line in describe_error(err, "", model).splitlines()]
+        raise shape_error(path, what, "; ".join(problems)) from None
+    return data
+
+
+def down_all(what: str, names: Iterable[str], down: Callable[[str], bool]) -> None:
+    """`down(name)` for each of `names` (each a `what`: "testbed", "data plane"), printing what
+    it did; one whose state file is damaged is left in place and the rest go on, then one
+    UsageError names every one left."""
+    damaged = []
+    for name in names:
+        try:
+            print(f"{what} {name} {'removed' if down(name) else 'was not up'}")
+        except UsageError as err:
+            damaged.append(str(err))
+    if damaged:
+        raise UsageError(f"{len(damaged)} {what}(s) left in place: " + "\n".join(damaged))
