@@ -1,14 +1,19 @@
-"""Shared pieces of the eBPF data plane tests: the skip conditions, frer.o built, loaded and
-pinned once per module, the same with its XDP program (frer_xdp.o on frer.o's maps) run on
-frames "received" by devices of a namespace of its own (hook_runner: either hook and either
-shape of the per-stream maps, one test body), and the one-port-per-path recovery listener the replays configure."""
+"""Shared pieces of the tests. For any test: a child that Ctrl-C reaches however the suite was
+started (interruptible), and the processes that carry a name of the test's own (processes_naming),
+never the machine's whole process list. For the eBPF data plane tests: the skip conditions, frer.o
+built, loaded and pinned once per module, the same with its XDP program (frer_xdp.o on frer.o's
+maps) run on frames "received" by devices of a namespace of its own (hook_runner: either hook and
+either shape of the per-stream maps, one test body), and the one-port-per-path recovery listener
+the replays configure."""
 
 from __future__ import annotations
 
 import math
 import os
 import shutil
+import signal
 import subprocess
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -17,6 +22,7 @@ import pytest
 from frerlab.dataplane import bpfsys, layout
 from frerlab.dataplane.node import ARRAY_STREAMS, OBJECT, XDP_OBJECT, map_shapes, open_maps
 from frerlab.netns import Namespaces, entered, link_info
+from frerlab.processes import command_line
 from frerlab.traffic.netpair import namespaces_available
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,6 +56,43 @@ def needs_netns(test):
     that is impossible)."""
     unavailable = namespaces_available()
     return pytest.mark.root(pytest.mark.skipif(unavailable is not None, reason=str(unavailable))(test))
+
+
+def _sigint_default() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@contextmanager
+def interruptible(argv: list[str], **popen_args) -> Iterator[subprocess.Popen]:
+    """`argv` started (subprocess.Popen with `popen_args`) as a child that SIGINT stops as a
+    Ctrl-C in a terminal would: SIGINT's default disposition is restored in it. A suite started
+    with SIGINT ignored (a background job of a shell: `setsid bash .ci/run &`) passes SIG_IGN to
+    every child, and Python then installs no KeyboardInterrupt handler. The child is killed on
+    the way out if it still runs, so a failing test leaves nothing running."""
+    with subprocess.Popen(argv, preexec_fn=_sigint_default, **popen_args) as process:
+        try:
+            yield process
+        finally:
+            if process.poll() is None:
+                process.kill()
+
+
+def processes_naming(*texts: str, namespace: str | None = None) -> list[str]:
+    """The processes whose command line holds every one of `texts`, each as `pgrep -a` prints
+    it ("PID COMMAND LINE"): those in network namespace `namespace`, or without one any, and
+    then one of `texts` must be the calling test's own (its tmp_path, a name carrying this
+    run's pid), so that no other suite's processes match."""
+    if namespace is None:
+        pids = [int(entry.name) for entry in Path("/proc").iterdir() if entry.name.isdigit()]
+    else:
+        pids = [int(pid) for pid in subprocess.run(["ip", "netns", "pids", namespace], capture_output=True,
+                                                   text=True).stdout.split()]  # none once it is gone
+    found = []
+    for pid in pids:
+        line = b" ".join(command_line(pid)).decode(errors="replace").strip()
+        if pid != os.getpid() and all(text in line for text in texts):
+            found.append(f"{pid} {line}")
+    return found
 
 
 #: The per-stream maps as a node of few streams has them (arrays) and as one of many (hash maps).

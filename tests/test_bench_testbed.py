@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import NEEDS_BPF, ROOT
+from conftest import NEEDS_BPF, ROOT, interruptible, processes_naming
 from frerlab.bench.run import campaign_testbed
 from frerlab.bench import campaign, target
 from frerlab.bench.steps import Context
@@ -187,13 +187,10 @@ def test_a_listener_that_stops_reading_is_flagged_as_lost_after_the_dut(slow_bed
     def pause_receiver() -> None:
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
-            in_ns = set(subprocess.run(["ip", "netns", "pids", listener_ns], capture_output=True,
-                                       text=True).stdout.split())
-            recv = set(subprocess.run(["pgrep", "-f", "frerlab.cli gen recv"], capture_output=True,
-                                      text=True).stdout.split())
-            if in_ns & recv:
+            recv = processes_naming("frerlab.cli gen recv", namespace=listener_ns)
+            if recv:
                 time.sleep(0.8)  # the sender has started
-                pids = [int(p) for p in in_ns & recv]
+                pids = [int(line.split()[0]) for line in recv]
                 for pid in pids:
                     os.kill(pid, signal.SIGSTOP)
                 time.sleep(8.0)
@@ -230,13 +227,13 @@ def test_an_interrupted_campaign_is_consistent_and_resume_completes_it_without_r
     campaign = tmp_path / "c.yaml"
     campaign.write_text(RESUMABLE)
     out = tmp_path / "out"
-    run = subprocess.Popen([*CLI, "bench", "run", str(campaign), "--out", str(out)], stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
-    while len(list(out.rglob("result.json"))) < 2 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    run.send_signal(signal.SIGINT)
-    stdout, _ = run.communicate(timeout=60)
+    with interruptible([*CLI, "bench", "run", str(campaign), "--out", str(out)], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True) as run:
+        deadline = time.monotonic() + 120
+        while len(list(out.rglob("result.json"))) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        run.send_signal(signal.SIGINT)
+        stdout, _ = run.communicate(timeout=60)
     assert run.returncode == 130 and "--resume" in stdout
     assert campaign_testbed(out) not in bed.running()
     meta = json.loads((out / "metadata.json").read_text())

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import NEEDS_BPF
+from conftest import NEEDS_BPF, interruptible, processes_naming
 
 from frerlab.errors import ToolFailed
 from frerlab.pcap import read_pcap
@@ -33,9 +33,8 @@ def name(tag: str) -> str:
 
 
 def tcpdumps(out: Path) -> list[str]:
-    """The tcpdump processes writing into `out` (pgrep's lines)."""
-    found = subprocess.run(["pgrep", "-af", "tcpdump"], capture_output=True, text=True).stdout.splitlines()
-    return [line for line in found if str(out) in line]
+    """The tcpdump processes writing into `out` (a directory of the test's own)."""
+    return processes_naming("tcpdump", str(out))
 
 
 @pytest.fixture(scope="module")
@@ -164,10 +163,9 @@ def test_a_failing_run_leaves_no_tcpdump_and_keeps_the_captures(control_bed, tmp
 
 def test_ctrl_c_during_the_stream_leaves_no_tcpdump_and_no_testbed(tmp_path):
     tb_name = name("ti")
-    run_ = subprocess.Popen([*CLI, "failover", "--name", tb_name, "--rate-fps", "2000", "--duration", "3",
-                             "--cut-a", "0.5,1.5", "--cut-b", "2,2.5", "--output", str(tmp_path)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
+    with interruptible([*CLI, "failover", "--name", tb_name, "--rate-fps", "2000", "--duration", "3",
+                        "--cut-a", "0.5,1.5", "--cut-b", "2,2.5", "--output", str(tmp_path)],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) as run_:
         deadline = time.monotonic() + 60
         while len(tcpdumps(tmp_path)) < len(CAPTURES):
             assert run_.poll() is None and time.monotonic() < deadline, "the captures did not start"
@@ -175,10 +173,6 @@ def test_ctrl_c_during_the_stream_leaves_no_tcpdump_and_no_testbed(tmp_path):
         time.sleep(1.0)  # into the stream
         run_.send_signal(signal.SIGINT)  # to frerlab only: it must stop its captures itself
         _, err = run_.communicate(timeout=60)
-    finally:
-        if run_.poll() is None:
-            run_.kill()
-            run_.wait()
     assert run_.returncode == 130, err
     assert tcpdumps(tmp_path) == []
     assert tb_name not in bed.running() and not any(ns.startswith(f"tb-{tb_name}-") for ns in os.listdir("/run/netns"))

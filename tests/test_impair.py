@@ -17,11 +17,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
 
-from conftest import NEEDS_BPF, ROOT, Z_ONE_IN_A_MILLION, binomial_bounds
+from conftest import NEEDS_BPF, ROOT, Z_ONE_IN_A_MILLION, binomial_bounds, interruptible, processes_naming
 from frerlab.errors import UsageError
 from frerlab.impair import GilbertElliott, Impairment, PathImpairment, remove_leftovers
 from frerlab.impair.path import PIN_ROOT, STATE_ROOT
@@ -74,26 +75,23 @@ class Harness(Namespaces):
         # sender to start, then to send) when nothing arrives.
         duration = count / fps + 3
         with tempfile.TemporaryDirectory(prefix="frerlab-impair-") as tmp:
-            pcap, dump, seqs = Path(tmp) / "cap.pcap", None, None
-            try:
-                if capture:
-                    dump = subprocess.Popen(self.exec(dst, ["tcpdump", "-i", dst_dev, "-n", "-s", "80", "-B", "32768",
-                                                              "--immediate-mode", "-w", str(pcap), "udp"]),
-                                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            pcap = Path(tmp) / "cap.pcap"
+            with ExitStack() as running:
+                dump = running.enter_context(interruptible(
+                    self.exec(dst, ["tcpdump", "-i", dst_dev, "-n", "-s", "80", "-B", "32768", "--immediate-mode",
+                                    "-w", str(pcap), "udp"]),
+                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)) if capture else None
+                if dump:
                     assert "listening" in dump.stderr.readline()
                 reports = stream_across(self.exec(src, []), self.exec(dst, []), dst_ip,
                                         ["--rate-fps", str(fps), "--count", str(count)], Path(tmp) / "gen",
                                         recv_args=["--duration", str(duration)], port=PORT,
                                         timeout_s=duration + 20)
-                if capture:
+                if dump:
                     time.sleep(0.2)
                     dump.send_signal(signal.SIGINT)
                     dump.wait(timeout=10)
-                    seqs = _data_seqs(pcap)
-            finally:
-                if dump and dump.poll() is None:
-                    dump.kill()
-                    dump.wait()
+            seqs = _data_seqs(pcap) if capture else None
         streams = reports.receiver["streams"]
         assert len(streams) <= 1, streams
         return (streams[0] if streams else None), seqs
@@ -114,10 +112,8 @@ def _median_latency_ns(report: dict) -> int:
 
 
 def _delay_line_pids(name: str) -> list[int]:
-    """Delay-line processes of element `name`, found with pgrep."""
-    found = subprocess.run(["pgrep", "-f", f"frerlab.impair.delayline {STATE_ROOT / name}$"],
-                           capture_output=True, text=True).stdout.split()
-    return [int(pid) for pid in found]
+    """Delay-line processes of element `name` (a name of this test's own)."""
+    return [int(line.split()[0]) for line in processes_naming(f"frerlab.impair.delayline {STATE_ROOT / name}")]
 
 
 def _leftovers(harness: Harness, name: str) -> list[str]:

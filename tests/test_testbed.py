@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import NEEDS_BPF, binomial_bounds
+from conftest import NEEDS_BPF, binomial_bounds, processes_naming
 
 from frerlab.errors import UsageError
 from frerlab.testbed import bed, failover, plan
@@ -39,8 +39,7 @@ def leftovers(tb_name: str) -> list[str]:
                  bed.STATE_DIR):
         if root.is_dir():
             found += [str(p) for p in root.iterdir() if p.name.startswith((f"tb-{tb_name}-", f"{tb_name}."))]
-    procs = subprocess.run(["pgrep", "-af", f"tb-{tb_name}-"], capture_output=True, text=True).stdout
-    return found + [line for line in procs.splitlines() if "pgrep" not in line]
+    return found + processes_naming(f"tb-{tb_name}-")
 
 
 @pytest.fixture(scope="module")
@@ -115,9 +114,11 @@ def test_a_tool_that_fails_is_one_line_and_exit_4(tmp_path):
     state_dir = tmp_path / "testbed"
     state_dir.mkdir()
     (state_dir / f"{tb_name}.json").write_text(json.dumps({
-        "name": tb_name, "settings": {"rate_bps": 10**8, "queue_limit_bytes": 10**5},
+        "name": tb_name, "settings": {"name": tb_name, "mode": "control", "rate": "100Mbps", "queue_limit": "100KB",
+                                      "replicate_at": "sw1", "eliminate_at": "sw2", "history_length": 32,
+                                      "rate_bps": 10**8, "queue_limit_bytes": 10**5},
         "namespaces": {role: f"tb-{tb_name}-{role}" for role in (*bed.HOSTS, *bed.PATHS)},
-        "dataplanes": {}, "paths": {}}))
+        "dataplanes": {}, "paths": {p: f"tb-{tb_name}-path-{p}" for p in bed.PATHS}, "started": 0.0}))
     status = subprocess.run([*CLI, "testbed", "status", "--name", tb_name], capture_output=True, text=True,
                             env={**os.environ, "FRERLAB_RUN_DIR": str(tmp_path)})
     assert status.returncode == 4, status.stderr

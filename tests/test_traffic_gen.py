@@ -9,13 +9,16 @@ reordering link would; the receiver, which knows nothing of the plan, must count
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from conftest import needs_netns
+from conftest import interruptible, needs_netns
 from frerlab.cli import main
 from frerlab.traffic import gen
 from frerlab.traffic.netpair import NetPair
@@ -131,28 +134,29 @@ def test_xdp_mode_counts_a_known_impairment_exactly_and_leaves_nothing_attached(
     assert any("user space" in w for w in records[0].warnings)
 
 
-def start_xdp_receiver(pair: NetPair, out: Path) -> subprocess.Popen:
-    """`gen recv --mode xdp` in namespace b, once its XDP program is attached."""
-    recv = subprocess.Popen(pair.cmd("b", [*CLI, "gen", "recv", "--mode", "xdp", "--interface", pair.b_if,
-                                           "--output", str(out)]), stdout=subprocess.PIPE, text=True)
-    for _ in range(100):
-        if xdp_attached(pair, "b"):
-            break
-        subprocess.run(["sleep", "0.1"])
-    assert xdp_attached(pair, "b")
-    return recv
+@contextmanager
+def xdp_receiver(pair: NetPair, out: Path) -> Iterator[subprocess.Popen]:
+    """`gen recv --mode xdp` in namespace b (interruptible), once its XDP program is attached."""
+    with interruptible(pair.cmd("b", [*CLI, "gen", "recv", "--mode", "xdp", "--interface", pair.b_if,
+                                      "--output", str(out)]), stdout=subprocess.PIPE, text=True) as recv:
+        for _ in range(100):
+            if xdp_attached(pair, "b"):
+                break
+            subprocess.run(["sleep", "0.1"])
+        assert xdp_attached(pair, "b")
+        yield recv
 
 
 @needs_netns
 def test_xdp_receiver_ends_on_ctrl_c_or_kill_with_its_program_detached(pair, tmp_path):
-    recv = start_xdp_receiver(pair, tmp_path / "recv.json")
-    recv.send_signal(subprocess.signal.SIGINT)
-    assert recv.wait(timeout=10) == 0
+    with xdp_receiver(pair, tmp_path / "recv.json") as recv:
+        recv.send_signal(signal.SIGINT)
+        assert recv.wait(timeout=10) == 0
     assert json.loads((tmp_path / "recv.json").read_text())["interrupted"] is True
     assert not xdp_attached(pair, "b")
-    recv = start_xdp_receiver(pair, tmp_path / "killed.json")
-    recv.kill()
-    recv.wait(timeout=10)
+    with xdp_receiver(pair, tmp_path / "killed.json") as recv:
+        recv.kill()
+        recv.wait(timeout=10)
     assert not xdp_attached(pair, "b"), "the kernel detaches a BPF link's program when its holder dies"
 
 
@@ -264,11 +268,12 @@ def test_receiver_records_carry_one_way_latency_in_microseconds():
 @needs_netns
 def test_ctrl_c_ends_the_receiver_with_its_report_written(pair, tmp_path):
     out = tmp_path / "recv.json"
-    recv = subprocess.Popen(pair.cmd("b", [*CLI, "gen", "recv", "--port", "5555", "--output", str(out)]),
-                            stdout=subprocess.PIPE, text=True)
-    wait_for_udp_port(pair.cmd("b", []), 5555)
-    recv.send_signal(subprocess.signal.SIGINT)
-    assert recv.wait(timeout=10) == 0
+    with interruptible(pair.cmd("b", [*CLI, "gen", "recv", "--port", "5555", "--output", str(out)]),
+                       stdout=subprocess.PIPE, text=True) as recv:
+        wait_for_udp_port(pair.cmd("b", []), 5555)
+        recv.send_signal(signal.SIGINT)
+        printed, _ = recv.communicate(timeout=10)
+    assert recv.returncode == 0
     report = json.loads(out.read_text())
     assert report["interrupted"] is True and report["streams"] == []
-    assert "no probe frames received" in recv.stdout.read()
+    assert "no probe frames received" in printed

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import NEEDS_BPF
+from conftest import NEEDS_BPF, interruptible, processes_naming
 
 from frerlab.capture import verify
 from frerlab.capture.reader import read_capture
@@ -287,8 +287,8 @@ def test_millions_of_frames_in_constant_memory(tmp_path):
 # --- on a real testbed --------------------------------------------------------------------
 
 def tcpdumps(out: Path) -> list[str]:
-    found = subprocess.run(["pgrep", "-af", "tcpdump"], capture_output=True, text=True).stdout.splitlines()
-    return [line for line in found if str(out) in line]
+    """The tcpdump processes writing into `out` (a directory of the test's own)."""
+    return processes_naming("tcpdump", str(out))
 
 
 def needs_bpf(test):
@@ -330,32 +330,29 @@ def test_testbed_capture_agrees_with_the_counters_and_the_receiver(frer_bed, tmp
     mode = "frer"
     tb = frer_bed
     before = tb.status()
-    capture = subprocess.Popen([*CLI, "capture", "--testbed", tb.name, "-o", str(caps)],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        assert "capturing" in capture.stderr.readline()
+        with interruptible([*CLI, "capture", "--testbed", tb.name, "-o", str(caps)], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, start_new_session=True) as capture:
+            assert "capturing" in capture.stderr.readline()
 
-        def impair() -> None:
-            time.sleep(0.4)
-            tb.impair("a", "forward", loss=0.1)
-            time.sleep(0.8)
-            tb.impair("a", "forward", clear=True)
-            time.sleep(0.2)
-            tb.impair("b", down=True)
-            time.sleep(0.3)
-            tb.impair("b", down=False)
+            def impair() -> None:
+                time.sleep(0.4)
+                tb.impair("a", "forward", loss=0.1)
+                time.sleep(0.8)
+                tb.impair("a", "forward", clear=True)
+                time.sleep(0.2)
+                tb.impair("b", down=True)
+                time.sleep(0.3)
+                tb.impair("b", down=False)
 
-        reports = stream_across(tb.prefix("talker"), tb.prefix("listener"), plan.LISTENER_IP,
-                                ["--rate-fps", "2000", "--frame-size", "256", "--duration", "2.5"],
-                                tmp_path, port=failover.PORT, during=impair, timeout_s=60)
-        after_stream = tb.status()  # the counters count the stream alone
-        tb.run("talker", "ping", "-c", "2", "-i", "0.2", plan.LISTENER_IP)  # replies: the other direction
-        os.killpg(capture.pid, signal.SIGINT)  # as a terminal's Ctrl-C: to frerlab's whole process group
-        out, err = capture.communicate(timeout=30)
+            reports = stream_across(tb.prefix("talker"), tb.prefix("listener"), plan.LISTENER_IP,
+                                    ["--rate-fps", "2000", "--frame-size", "256", "--duration", "2.5"],
+                                    tmp_path, port=failover.PORT, during=impair, timeout_s=60)
+            after_stream = tb.status()  # the counters count the stream alone
+            tb.run("talker", "ping", "-c", "2", "-i", "0.2", plan.LISTENER_IP)  # replies: the other direction
+            os.killpg(capture.pid, signal.SIGINT)  # as a terminal's Ctrl-C: to frerlab's whole process group
+            out, err = capture.communicate(timeout=30)
     finally:
-        if capture.poll() is None:
-            capture.kill()
-            capture.wait()
         for line in tcpdumps(caps):  # only if frerlab could not stop them (the test fails below)
             os.kill(int(line.split()[0]), signal.SIGTERM)
         for path in ("a", "b"):
