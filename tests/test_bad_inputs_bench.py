@@ -1,6 +1,7 @@
 """Bad input to benchmark campaigns and the hosts they run on (issue 27): campaign values of
-the wrong kind, plans beyond their bound, a results directory damaged before `--resume`, a
-`bench show` summary that is not one, hosts files naming bad key or known_hosts files. Every
+the wrong kind, plans beyond their bound, a results directory damaged before `--resume` (or an
+import directory before `frerlab import` adds to it), a `bench show` summary that is not one,
+hosts files naming bad key or known_hosts files. Every
 row is refused with exit 2 and a message naming the field or file, never a traceback, never a
 line of a file that is not what it claims to be, and nothing is created.
 
@@ -21,6 +22,7 @@ import pytest
 import yaml
 
 from badinput import assert_refused
+from frerlab.bench.imported import import_into
 from frerlab.bench.campaign import MAX_CAMPAIGN_BYTES, MAX_UNITS, parse_campaign, plan, plan_text, read_campaign
 from frerlab.bench.results import ResultsDir
 from frerlab.errors import UsageError
@@ -361,3 +363,42 @@ def test_a_campaigns_hosts_file_is_read_relative_to_it_before_anything_is_made(k
     assert_refused(["bench", "run", "../campaign/c.yaml", "--out", "out"], [expected], tmp_path / "run",
                    cwd=tmp_path / "elsewhere", never=NEVER)
     assert listing(tmp_path / "elsewhere") == []
+
+
+# --- `frerlab import` into a damaged import directory -------------------------------------------
+
+IPERF3 = Path(__file__).resolve().parent / "fixtures" / "tools" / "iperf3_udp_64B.json"
+
+
+@pytest.fixture
+def imported(tmp_path) -> Path:
+    """An import directory `tmp/out` holding one imported unit; the secret file beside it."""
+    (tmp_path / "secret").write_text("\n".join(SECRET) + "\n")
+    import_into(tmp_path / "out", [IPERF3], "frer")
+    return tmp_path
+
+
+#: What a damaged file of an import directory holds -> what the message says of it.
+IMPORT_ROWS = [
+    ("metadata.json", "[1, 2]", "results metadata", "is damaged: it must be a mapping"),
+    ("metadata.json", '{"kind": "import"}', "results metadata", "is damaged: its `imported` must be a list"),
+    ("metadata.json", '{"kind": "import", "imported": NaN}', "results metadata", "NaN is not a number JSON allows"),
+    ("metadata.json", "SECRET-LINK", "results metadata", "leads outside"),
+    ("RESULT", "{", "unit result", "cannot be read (not valid JSON"),
+    ("RESULT", '{"unit": 5}', "unit result", "is damaged: it must be a mapping whose `unit` is a mapping with an `id`"),
+    ("RESULT", "FIFO", "unit result", "is not a regular file"),
+]
+
+
+@pytest.mark.parametrize("file, content, what, expected", IMPORT_ROWS, ids=[f"{r[0]}-{r[1][:12]}" for r in IMPORT_ROWS])
+def test_importing_into_a_damaged_import_directory_is_refused_naming_the_file(imported, file, content, what, expected):
+    if file == "RESULT":
+        (file,) = [str(p.relative_to(imported / "out")) for p in (imported / "out" / "units").rglob("result.json")]
+    path = damage(imported, file, content)
+    refused(lambda: import_into(imported / "out", [IPERF3], "frer"), f"{what} '{path}'", expected)
+
+
+def test_importing_into_a_damaged_import_directory_is_refused_by_the_cli(imported):
+    damage(imported, "metadata.json", "SECRET-LINK")
+    assert_refused(["import", "--results", "out", "--mode", "frer", str(IPERF3)],
+                   ["results metadata 'out/metadata.json' leads outside"], imported / "run", cwd=imported, never=NEVER)

@@ -16,16 +16,18 @@ results directory is refused.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 from pathlib import Path
 from typing import Any
 
 from frerlab import __version__
-from frerlab.bench.results import write_summary
+from frerlab.bench.results import result_problem, write_summary
 from frerlab.errors import UsageError
+from frerlab.files import read_json, shape_error, write_atomic
+from frerlab.names import shown
 from frerlab.traffic import importer
-from frerlab.files import write_atomic
 from frerlab.traffic.record import TrafficRecord
 
 KIND = "import"
@@ -38,11 +40,15 @@ def import_into(out: Path, paths: list[Path], mode: str) -> list[dict[str, Any]]
     records = [(Path(p), importer.import_file(p)) for p in paths]
     out = Path(out)
     meta_path = out / "metadata.json"
-    if meta_path.exists():
-        meta = json.loads(meta_path.read_text())
+    if os.path.lexists(meta_path):
+        meta = read_json(meta_path, "results metadata", root=out)
+        if not isinstance(meta, dict):
+            raise shape_error(meta_path, "results metadata", "it must be a mapping")
         if meta.get("kind") != KIND:
-            raise UsageError(f"{out} holds a campaign's results ({meta.get('campaign')!r}): import into another "
-                             "directory")
+            raise UsageError(f"{out} holds a campaign's results ({shown(meta.get('campaign'))}): import into "
+                             "another directory")
+        if not isinstance(meta.get("imported"), list):
+            raise shape_error(meta_path, "results metadata", "its `imported` must be a list")
     elif out.exists() and any(out.iterdir()):
         raise UsageError(f"{out} exists and is not a results directory: give an empty or new one")
     else:
@@ -69,9 +75,21 @@ def import_into(out: Path, paths: list[Path], mode: str) -> list[dict[str, Any]]
 
 
 def results(out: Path) -> list[dict[str, Any]]:
-    """Every unit's result in an import directory, in unit order."""
-    return [json.loads(p.read_text()) for p in sorted((Path(out) / "units").rglob("result.json"),
-                                                      key=lambda p: (p.parent.parent, int(p.parent.name[1:])))]
+    """Every unit's result in an import directory, in unit order; UsageError naming a damaged one."""
+    found = []
+    for path in sorted((Path(out) / "units").rglob("result.json"), key=_unit_order):
+        result = read_json(path, "unit result", root=out)
+        problem = result_problem(result)
+        if problem:
+            raise shape_error(path, "unit result", problem)
+        found.append(result)
+    return found
+
+
+def _unit_order(path: Path) -> tuple:
+    """Units of one point by repetition (units/.../rK/result.json), numerically."""
+    rep = path.parent.name[1:]
+    return (path.parent.parent, int(rep) if rep.isdigit() and len(rep) < 10 else -1, path.parent.name)
 
 
 def metrics(record: TrafficRecord) -> dict[str, float | None]:

@@ -95,7 +95,7 @@ class ResultsDir:
         if not os.path.lexists(path):
             return None
         found = read_json(path, "unit result", root=self.out)
-        problem = _result_problem(found, _unit_record(unit))
+        problem = result_problem(found, _unit_record(unit))
         if problem:
             raise shape_error(path, "unit result", problem)
         return found
@@ -136,8 +136,14 @@ def _unit_record(unit: Unit) -> dict[str, Any]:
             "repetition": unit.repetition}
 
 
-def _result_problem(found: Any, unit: dict[str, Any]) -> str | None:
-    """What is wrong with a unit's result.json as read back (None: it is one frerlab wrote for `unit`)."""
+def result_problem(found: Any, unit: dict[str, Any] | None = None) -> str | None:
+    """What is wrong with a unit's result.json as read back (None: it is one frerlab wrote for
+    `unit`, or for any unit when `unit` is None)."""
+    if unit is None and isinstance(found, dict) and isinstance(found.get("unit"), dict) \
+            and isinstance(found["unit"].get("id"), str):
+        unit = found["unit"]
+    if unit is None:
+        return "it must be a mapping whose `unit` is a mapping with an `id`"
     if not isinstance(found, dict) or found.get("unit") != unit:
         return f"it must be a mapping whose `unit` is unit {unit['id']}"
     if not isinstance(found.get("valid"), bool):
