@@ -6,6 +6,7 @@ exactly those losses, in order, with no duplicates or reordering."""
 from __future__ import annotations
 
 import json
+import os
 import platform
 import shutil
 import subprocess
@@ -24,6 +25,26 @@ unavailable = namespaces_available() or (None if shutil.which("clang") else "cla
 pytestmark = [pytest.mark.root, pytest.mark.skipif(unavailable is not None, reason=str(unavailable))]
 
 
+def bpf_mounts() -> list[Path]:
+    """The mount points of the BPF file systems (tc's loader keeps its ip/tc/xdp pin dirs in the first)."""
+    return [Path(line.split()[1]) for line in Path("/proc/mounts").read_text().splitlines() if line.split()[2] == "bpf"]
+
+
+@pytest.fixture
+def tc_pin_dirs_removed():
+    """Removes the pin directories (ip, tc/globals, xdp) tc's BPF loader makes in a BPF file
+    system when it loads an object, where they were not there before: the test leaves nothing."""
+    made = [m / name for m in bpf_mounts() for name in ("ip", "tc", "xdp") if not os.path.lexists(m / name)]
+    yield
+    for path in made:
+        if path.is_symlink():
+            path.unlink()
+        elif path.is_dir():
+            for sub in sorted(path.rglob("*"), reverse=True):
+                sub.rmdir() if sub.is_dir() else sub.unlink()
+            path.rmdir()
+
+
 def compile_impairment(tmp: Path) -> Path:
     obj = tmp / "drop_probe_modulo.o"
     subprocess.run(["clang", "-O2", "-g", "-target", "bpf", f"-I/usr/include/{platform.machine()}-linux-gnu",
@@ -32,7 +53,7 @@ def compile_impairment(tmp: Path) -> Path:
 
 
 @pytest.mark.parametrize("mode", ["udp", "raw"])
-def test_receiver_counts_exactly_the_frames_the_link_dropped(tmp_path, mode):
+def test_receiver_counts_exactly_the_frames_the_link_dropped(tmp_path, mode, tc_pin_dirs_removed):
     obj = compile_impairment(tmp_path)
     count = 3000
     with NetPair() as pair:
