@@ -41,7 +41,10 @@ def tc_pin_dirs_removed():
             path.unlink()
         elif path.is_dir():
             for sub in sorted(path.rglob("*"), reverse=True):
-                sub.rmdir() if sub.is_dir() else sub.unlink()
+                if sub.is_dir():
+                    sub.rmdir()
+                else:
+                    sub.unlink()
             path.rmdir()
 
 
