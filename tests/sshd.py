@@ -9,6 +9,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from frerlab.processes import command_line, stop
+
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
 PORT = 2222
 
@@ -66,9 +68,13 @@ class OpenSshServer:
         self.close()
 
     def close(self) -> None:
+        """Stops the server and every session process it forked (a session still open when the
+        server stops outlives it, orphaned), then removes the veth."""
         if self.server:
             self.server.terminate()
             self.server.wait(timeout=10)
+        in_netns = subprocess.run(["ip", "netns", "pids", self.netns], capture_output=True, text=True).stdout.split()
+        stop([int(pid) for pid in in_netns if b" ".join(command_line(int(pid))).startswith(b"sshd")])
         subprocess.run(["ip", "link", "del", self.veth], capture_output=True)
 
     def target(self, **changes) -> dict:
