@@ -40,10 +40,19 @@ class Params(_Shape):
 REQUIRED_PARAMS = {"loss_vs_load": ("frame_size", "load"), "tcp": ("duration_s",), "throughput": ("frame_size",)}
 
 
-def _required_params(kind: str, params: Params) -> None:
-    missing = [p for p in REQUIRED_PARAMS.get(kind, ()) if getattr(params, p) is None]
-    if missing:
-        raise ValueError(f"a {kind} point must give {', '.join(missing)}")
+class _Point(_Shape):
+    """A point of a step of some kind (a summary group, a unit): its params hold what that
+    kind's figures put on an axis (REQUIRED_PARAMS)."""
+
+    kind: str
+    params: Params
+
+    @model_validator(mode="after")
+    def _required_params(self) -> _Point:
+        missing = [p for p in REQUIRED_PARAMS.get(self.kind, ()) if getattr(self.params, p) is None]
+        if missing:
+            raise ValueError(f"a {self.kind} point must give {', '.join(missing)}")
+        return self
 
 
 class Metadata(_Shape):
@@ -62,20 +71,13 @@ class Stat(_Shape):
     cv: Number | None = None
 
 
-class Group(_Shape):
+class Group(_Point):
     step: str
-    kind: str
     mode: str
-    params: Params
     units: Count
     valid_units: Count
     flags: dict[str, Count]
     metrics: dict[str, Stat | None]
-
-    @model_validator(mode="after")
-    def _params(self) -> Group:
-        _required_params(self.kind, self.params)
-        return self
 
 
 class Comparison(_Shape):
@@ -107,17 +109,10 @@ class Summary(_Shape):
     comparisons: list[Comparison] = []
 
 
-class UnitId(_Shape):
+class UnitId(_Point):
     id: str
-    kind: str
     step: str
     mode: str
-    params: Params
-
-    @model_validator(mode="after")
-    def _params(self) -> UnitId:
-        _required_params(self.kind, self.params)
-        return self
 
 
 class Flag(_Shape):
