@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -97,23 +98,30 @@ def write_page(out: Path, sources: list[Source], figures: list[Figure], tables: 
     head = (f"<!doctype html><html lang=en><head><meta charset=utf-8><title>frerlab report</title>"
             f"<style>{STYLE}</style></head><body><h1>frerlab report</h1>"
             f"<p>Built {e(time.strftime('%Y-%m-%d %H:%M:%S %Z'))} by frerlab {e(__version__)} from stored results "
-            f"only: {', '.join(e(f'{s.label} ({s.kind}, {s.path})') for s in sources)}.</p><nav>{nav}</nav>")
+            f"only: {', '.join(e(f'{s.label} ({s.kind}, {_from_page(s.path, out)})') for s in sources)}.</p>"
+            f"<nav>{nav}</nav>")
     body = ['<h2 id="figures">Figures</h2>']
     if not figures:
         body.append("<p>These results hold nothing to plot.</p>")
     for f in figures:
-        files = f'<div class="files">images: {e(str(images / f.id))}.png, .svg</div>' if images else ""
+        files = f'<div class="files">images: {e(_from_page(images / f.id, out))}.png, .svg</div>' if images else ""
         body.append(f'<figure id="fig-{e(f.id)}" data-series="{len(f.series)}" data-points="{len(f.points)}">'
                     f'<div class="chart" id="chart-{e(f.id)}"></div><figcaption><b>{e(f.title)}.</b> '
                     f"{e(f.caption)}</figcaption>{files}</figure>")
     body.append('<h2 id="tables">Tables</h2>')
     body += [_table(t) for t in tables]
     body.append('<h2 id="method">Method and raw data</h2>')
-    body += [_method(s) for s in sources]
+    body += [_method(s, out) for s in sources]
     specs = json.dumps({f.id: f.spec() for f in figures}).replace("</", "<\\/")
     bundle = vl_convert.javascript_bundle(vl_version=VL_VERSION).replace("</script", "<\\/script")
     scripts = f"<script>{bundle}</script><script>const FIGURES = {specs};{DRAW}{SORT}</script>"
     write_atomic(out, head + "".join(body) + scripts + "</body></html>")
+
+
+def _from_page(path: Path, out: Path) -> str:
+    """`path` as the page at `out` names it: relative to the page's directory, so that a page
+    shared or committed with its results names no file of the machine that built it."""
+    return os.path.relpath(path.resolve(), out.resolve().parent)
 
 
 def _cell(value: Any) -> str:
@@ -131,7 +139,7 @@ def _table(t: Table) -> str:
             f'<table class="sortable" id="{t.id}"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>')
 
 
-def _method(s: Source) -> str:
+def _method(s: Source, out: Path) -> str:
     e = html.escape
     keys = ("campaign", "created", "host", "kernel", "cpu", "cpus", "frerlab", "commit", "python", "tools", "testbed",
             "schedule", "scenario", "run")
@@ -144,11 +152,11 @@ def _method(s: Source) -> str:
                 if s.campaign_text else "")
     shown = s.raw_files[:RAW_FILES_SHOWN]
     more = f"<li>… and {len(s.raw_files) - len(shown)} more in the directory</li>" if len(s.raw_files) > len(shown) else ""
-    raw = (f"<details><summary>raw files ({len(s.raw_files)}) under {e(str(s.path.resolve()))}</summary><ul>"
+    raw = (f"<details><summary>raw files ({len(s.raw_files)}) under {e(_from_page(s.path, out))}</summary><ul>"
            + "".join(f"<li>{e(p)}</li>" for p in shown) + more + "</ul></details>")
     skipped = (f'<p class="skipped"><b>Skipped {len(s.skipped)} file(s)</b> (frerlab reads only regular files inside '
                "the results directory, of bounded size):</p><ul>" + "".join(f"<li>{e(why)}</li>" for why in s.skipped)
                + "</ul>" if s.skipped else "")
-    return (f"<h3>{e(s.label)}</h3><p>{e(s.kind)} results in {e(str(s.path.resolve()))}</p>{skipped}"
+    return (f"<h3>{e(s.label)}</h3><p>{e(s.kind)} results in {e(_from_page(s.path, out))}</p>{skipped}"
             f"<table><tbody>{rows}</tbody></table>{campaign}{raw}")
 
