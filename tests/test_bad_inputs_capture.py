@@ -176,6 +176,7 @@ MANIFEST_ROWS = [
     ({"points": {"a": {"file": "/etc/shadow"}}},
      ["points.a.file: Value error, '/etc/shadow' is not the name of a file in the capture directory"], False),
     ({"points": {"../x": POINT}}, ["capture point name '../x' is not valid"], False),
+    ({"points": {SECRET[0]: POINT}}, ["capture point name (a text of", "is not valid"], True),
     ({"roles": {}}, ["points: Field required"], True),
     ({"points": {}}, ["points: Dictionary should have at least 1 item"], False),
     ({"points": {f"p{i}": POINT for i in range(verify.MAX_CAPTURES + 1)}},

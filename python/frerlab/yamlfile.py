@@ -87,7 +87,14 @@ def _key(key: object) -> str:
     return repr(key) if isinstance(key, str) and _TOKEN.fullmatch(key) else "(not a field name)"
 
 
-def _hide(message: str, data: Any) -> str:
+def field_path(loc: tuple | list) -> str:
+    """A pydantic error's location as an error message may show it: list indices, and keys
+    only where they look like field names (any other as <key>)."""
+    return ".".join(str(p) if isinstance(p, int) or (isinstance(p, str) and _TOKEN.fullmatch(p)) else "<key>"
+                    for p in loc)
+
+
+def hide_texts(message: str, data: Any) -> str:
     """`message` with every text of `data` longer than MAX_SHOWN replaced by its length."""
     texts, stack = set(), [data]
     while stack and len(texts) < 100:
@@ -159,7 +166,7 @@ def describe_error(err: ValidationError, source: str, model: type[BaseModel] | N
         if e["type"] == "extra_forbidden":
             unknown.setdefault(loc[:-1], []).append(loc[-1])
             continue
-        msg = _hide(e["msg"].removeprefix("Value error, "), e.get("input"))
+        msg = hide_texts(e["msg"].removeprefix("Value error, "), e.get("input"))
         if e["type"] != "value_error" and isinstance(e.get("input"), (bool, int, float, str)):
             msg += f" (got {_show(e['input'])})"
         problems.append((loc, msg))

@@ -49,6 +49,7 @@ from frerlab.frer import pop_rtag
 from frerlab.names import pydantic_name, shown
 from frerlab.pcap import TruncatedCapture
 from frerlab.testbed.plan import ELIMINATE_AT, MODES, REPLICATE_AT
+from frerlab.yamlfile import field_path, hide_texts
 
 #: Every field a stream key may use, and the default key.
 FIELDS = ("dst_mac", "src_mac", "vlan", "ethertype", "src_ip", "dst_ip", "proto", "src_port", "dst_port")
@@ -326,9 +327,9 @@ def _stored(model: type[BaseModel], data: object, path: Path, what: str) -> Base
         return model.model_validate(data)
     except ValidationError as err:
         first = err.errors()[0]
-        field = ".".join(str(part) if len(str(part)) <= 40 else f"<{len(str(part))} characters>"
-                         for part in first["loc"]) or "the top level"
-        problem = "should be a JSON object" if first["type"] == "model_type" else first["msg"]
+        field = field_path(first["loc"]) or "the top level"
+        problem = ("should be a JSON object" if first["type"] == "model_type"
+                   else hide_texts(first["msg"], first.get("input")))
         raise shape_error(path, what, f"{field}: {problem}") from None
 
 

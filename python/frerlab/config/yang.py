@@ -23,7 +23,7 @@ from typing import Any
 
 from frerlab.dataplane.config import NodeConfig, parse_config
 from frerlab.errors import UsageError
-from frerlab.yamlfile import _hide, read_text
+from frerlab.yamlfile import hide_texts, read_text
 
 SID_MODULE = "ieee802-dot1cb-stream-identification"
 FRER_MODULE = "ieee802-dot1cb-frer"
@@ -513,7 +513,7 @@ def validate_file(path: str | Path, yang_dirs: list[Path]) -> int:
         model.from_raw(data).validate(ctype=ContentType.config)
     except YangsonException as err:
         raise UsageError(f"{path}: not valid against the YANG modules: {type(err).__name__}: "
-                         f"{_hide(str(err), data)}") from None
+                         f"{hide_texts(str(err), data)}") from None
     except TypeError as err:  # yangson fails so when a mandatory choice has no case in the data
         raise UsageError(f"{path}: not valid against the YANG modules: SchemaError: missing-data: a mandatory "
                          f"choice has none of its cases{_where(err, data)}") from None
@@ -527,6 +527,6 @@ def _where(err: TypeError, data: Any) -> str:
         inst = tb.tb_frame.f_locals.get("inst", inst)
         tb = tb.tb_next
     try:
-        return f" at {_hide(str(inst.json_pointer()), data)}"
+        return f" at {hide_texts(str(inst.json_pointer()), data)}"
     except AttributeError:
         return ""

@@ -6,19 +6,17 @@ file and the field, never a value of the file."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from frerlab.files import shape_error
+from frerlab.yamlfile import field_path, hide_texts
 
 Number = float  # strict: an int or a float, never a bool or a string; finite (allow_inf_nan=False)
 Count = Annotated[int, Field(ge=0)]
 Positive = Annotated[float, Field(gt=0)]
-#: A key of the file shown in an error only if it looks like a field name.
-_FIELD = re.compile(r"[A-Za-z0-9_.:+-]{1,32}")
 
 
 class _Shape(BaseModel):
@@ -238,8 +236,8 @@ def check(model: type[BaseModel], data: Any, path: Path, what: str, within: str 
         model.model_validate(data)
     except ValidationError as err:
         first = err.errors()[0]
-        loc = [str(p) if isinstance(p, int) or _FIELD.fullmatch(str(p)) else "<key>" for p in first["loc"]]
-        where = ".".join(([within] if within else []) + loc) or "the file"
+        where = ".".join(part for part in (within, field_path(first["loc"])) if part) or "the file"
+        problem = hide_texts(first["msg"].removeprefix("Value error, "), first.get("input"))
         more = f" (and {err.error_count() - 1} more problems)" if err.error_count() > 1 else ""
-        raise shape_error(path, what, f"{where}: {first['msg'].removeprefix('Value error, ')}{more}") from None
+        raise shape_error(path, what, f"{where}: {problem}{more}") from None
     return data
