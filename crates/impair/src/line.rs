@@ -142,9 +142,8 @@ struct Direction {
 /// sends), each behind its virtio-net header, non-blocking, with receive timestamps, drop
 /// counts and VLAN metadata.
 fn input_socket(name: &str, index: i32) -> io::Result<OwnedFd> {
-    let fd = sys::packet_socket(index, libc::ETH_P_ALL as u16).map_err(|e| {
-        io::Error::new(e.kind(), format!("reading device {name:?}: {e}"))
-    })?;
+    let fd = sys::packet_socket(index, libc::ETH_P_ALL as u16)
+        .map_err(|e| io::Error::new(e.kind(), format!("reading device {name:?}: {e}")))?;
     sys::ignore_outgoing(&fd)?;
     sys::enable_vnet_header(&fd)?;
     sys::enable_auxdata(&fd)?;

@@ -37,7 +37,10 @@ fn time_ns(name: &str, value: i64) -> PyResult<u64> {
         .map_err(|_| value_error(format!("{name} {value} is out of range (0..={})", i64::MAX)))
 }
 
-fn counters_dict<'py>(py: Python<'py>, counters: &RecoveryCounters) -> PyResult<Bound<'py, PyDict>> {
+fn counters_dict<'py>(
+    py: Python<'py>,
+    counters: &RecoveryCounters,
+) -> PyResult<Bound<'py, PyDict>> {
     let dict = PyDict::new(py);
     for (name, value) in counters.entries() {
         dict.set_item(name, value)?;
@@ -69,7 +72,9 @@ impl PySequenceRecovery {
             individual_recovery,
             take_no_sequence,
         };
-        Ok(Self { inner: SequenceRecovery::new(params).map_err(value_error)? })
+        Ok(Self {
+            inner: SequenceRecovery::new(params).map_err(value_error)?,
+        })
     }
 
     /// Processes one packet; returns the verdict name ("pass", "duplicate", "rogue", "tagless").
@@ -116,7 +121,9 @@ struct PySequenceGenerator {
 impl PySequenceGenerator {
     #[new]
     fn new() -> Self {
-        Self { inner: SequenceGenerator::new() }
+        Self {
+            inner: SequenceGenerator::new(),
+        }
     }
 
     /// The number for the next frame.
@@ -151,7 +158,11 @@ impl PySequenceDecoder {
 
     /// The frame's sequence number, or None without an R-TAG; ValueError if unreadable.
     fn decode(&mut self, frame: &[u8]) -> PyResult<Option<u16>> {
-        Ok(self.inner.decode(frame).map_err(value_error)?.map(|seq| seq.0))
+        Ok(self
+            .inner
+            .decode(frame)
+            .map_err(value_error)?
+            .map(|seq| seq.0))
     }
 
     /// frerCpsSeqEncErroredPackets.
@@ -179,9 +190,10 @@ impl PyLatentErrorDetector {
         passed_packets: u64,
         discarded_packets: u64,
     ) -> PyResult<Self> {
-        let difference =
-            u64::try_from(difference).map_err(|_| value_error(LatentParamError::Difference(difference)))?;
-        let paths = u16::try_from(paths).map_err(|_| value_error(LatentParamError::Paths(paths)))?;
+        let difference = u64::try_from(difference)
+            .map_err(|_| value_error(LatentParamError::Difference(difference)))?;
+        let paths =
+            u16::try_from(paths).map_err(|_| value_error(LatentParamError::Paths(paths)))?;
         let period = |name: &'static str, v: i64| {
             u64::try_from(v).map_err(|_| value_error(LatentParamError::Period(name, v)))
         };
@@ -191,7 +203,11 @@ impl PyLatentErrorDetector {
             paths,
             reset_period_ns: period("reset_period_ns", reset_period_ns)?,
         };
-        let start = RecoveryCounters { passed_packets, discarded_packets, ..Default::default() };
+        let start = RecoveryCounters {
+            passed_packets,
+            discarded_packets,
+            ..Default::default()
+        };
         let inner = LatentErrorDetector::new(params, time_ns("start_ns", start_ns)?, &start)
             .map_err(value_error)?;
         Ok(Self { inner })
@@ -204,7 +220,11 @@ impl PyLatentErrorDetector {
         passed_packets: u64,
         discarded_packets: u64,
     ) -> PyResult<Option<(&'static str, i64, u64)>> {
-        let counters = RecoveryCounters { passed_packets, discarded_packets, ..Default::default() };
+        let counters = RecoveryCounters {
+            passed_packets,
+            discarded_packets,
+            ..Default::default()
+        };
         let fired = self.inner.poll(time_ns("now_ns", now_ns)?, &counters);
         Ok(fired.map(|e| (e.condition.as_str(), e.difference, e.at_ns)))
     }
@@ -230,12 +250,15 @@ fn pop_rtag<'py>(py: Python<'py>, frame: &[u8]) -> PyResult<(u16, Bound<'py, PyB
 }
 
 fn mac(field: &str, text: &str) -> PyResult<MacAddr> {
-    text.parse().map_err(|e| value_error(format!("{field}: {e}")))
+    text.parse()
+        .map_err(|e| value_error(format!("{field}: {e}")))
 }
 
 fn ip(field: &str, text: &str) -> PyResult<IpAddr> {
     text.parse().map_err(|_| {
-        value_error(format!("{field} {text:?} is not an IPv4 or IPv6 address (0.0.0.0 or :: to ignore)"))
+        value_error(format!(
+            "{field} {text:?} is not an IPv4 or IPv6 address (0.0.0.0 or :: to ignore)"
+        ))
     })
 }
 
@@ -244,7 +267,9 @@ fn tag_match(text: &str) -> PyResult<TagMatch> {
         "tagged" => Ok(TagMatch::Tagged),
         "priority" => Ok(TagMatch::Priority),
         "all" => Ok(TagMatch::All),
-        _ => Err(value_error(format!("tagged {text:?} is not valid (\"tagged\", \"priority\" or \"all\")"))),
+        _ => Err(value_error(format!(
+            "tagged {text:?} is not valid (\"tagged\", \"priority\" or \"all\")"
+        ))),
     }
 }
 
@@ -288,10 +313,16 @@ impl PyStreamIdentifier {
             .entries()
             .iter()
             .find_map(|(h, identity)| match identity {
-                StreamIdentity::ActiveDestMacVlan(active) if i64::from(h.0) == handle => Some(*active),
+                StreamIdentity::ActiveDestMacVlan(active) if i64::from(h.0) == handle => {
+                    Some(*active)
+                }
                 _ => None,
             })
-            .ok_or_else(|| value_error(format!("handle {handle} has no active destination MAC and VLAN identity")))
+            .ok_or_else(|| {
+                value_error(format!(
+                    "handle {handle} has no active destination MAC and VLAN identity"
+                ))
+            })
     }
 }
 
@@ -313,7 +344,13 @@ impl PyStreamIdentifier {
     }
 
     /// Source MAC and VLAN stream identification (type 2).
-    fn add_source_mac_vlan(&mut self, handle: i64, src_mac: &str, tagged: &str, vid: i64) -> PyResult<()> {
+    fn add_source_mac_vlan(
+        &mut self,
+        handle: i64,
+        src_mac: &str,
+        tagged: &str,
+        vid: i64,
+    ) -> PyResult<()> {
         let identity = SourceMacVlanIdentity {
             src_mac: mac("src_mac", src_mac)?,
             tagged: tag_match(tagged)?,
@@ -406,7 +443,11 @@ impl PyStreamIdentifier {
     /// or None.
     fn identify(&self, frame: &[u8], pvid: i64) -> PyResult<Option<u32>> {
         let pvid = port_vid(pvid)?;
-        Ok(self.inner.identify(frame, pvid).map_err(value_error)?.map(|h| h.0))
+        Ok(self
+            .inner
+            .identify(frame, pvid)
+            .map_err(value_error)?
+            .map(|h| h.0))
     }
 
     /// The frame rewritten by the active identity `handle` ("down" toward the wire or "up"),
@@ -424,7 +465,11 @@ impl PyStreamIdentifier {
         let rewritten = match direction {
             "down" => active.rewrite_down(frame, pvid),
             "up" => active.rewrite_up(frame, pvid),
-            _ => return Err(value_error(format!("direction {direction:?} is not valid (\"down\" or \"up\")"))),
+            _ => {
+                return Err(value_error(format!(
+                    "direction {direction:?} is not valid (\"down\" or \"up\")"
+                )))
+            }
         }
         .map_err(value_error)?;
         Ok(rewritten.map(|out| PyBytes::new(py, &out)))
@@ -440,8 +485,17 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyStreamIdentifier>()?;
     m.add_function(wrap_pyfunction!(push_rtag, m)?)?;
     m.add_function(wrap_pyfunction!(pop_rtag, m)?)?;
-    m.add("DEFAULT_HISTORY_LENGTH", frer::recovery::DEFAULT_HISTORY_LENGTH)?;
-    m.add("DEFAULT_RESET_TIMEOUT_NS", frer::recovery::DEFAULT_RESET_TIMEOUT_NS)?;
-    m.add("DEFAULT_INDIVIDUAL_RESET_TIMEOUT_NS", frer::recovery::DEFAULT_INDIVIDUAL_RESET_TIMEOUT_NS)?;
+    m.add(
+        "DEFAULT_HISTORY_LENGTH",
+        frer::recovery::DEFAULT_HISTORY_LENGTH,
+    )?;
+    m.add(
+        "DEFAULT_RESET_TIMEOUT_NS",
+        frer::recovery::DEFAULT_RESET_TIMEOUT_NS,
+    )?;
+    m.add(
+        "DEFAULT_INDIVIDUAL_RESET_TIMEOUT_NS",
+        frer::recovery::DEFAULT_INDIVIDUAL_RESET_TIMEOUT_NS,
+    )?;
     Ok(())
 }

@@ -29,7 +29,9 @@ pub struct TrafficSender {
 impl TrafficSender {
     #[new]
     fn new(config_json: &str) -> PyResult<Self> {
-        Ok(TrafficSender { inner: Sender::from_json(config_json).map_err(to_py)? })
+        Ok(TrafficSender {
+            inner: Sender::from_json(config_json).map_err(to_py)?,
+        })
     }
 
     /// Sends for at most `seconds`; True once finished.
@@ -54,7 +56,9 @@ pub struct TrafficReceiver {
 impl TrafficReceiver {
     #[new]
     fn new(config_json: &str) -> PyResult<Self> {
-        Ok(TrafficReceiver { inner: Receiver::from_json(config_json).map_err(to_py)? })
+        Ok(TrafficReceiver {
+            inner: Receiver::from_json(config_json).map_err(to_py)?,
+        })
     }
 
     /// Receives for at most `seconds`; True once finished.
@@ -73,14 +77,20 @@ impl TrafficReceiver {
 /// sender and a receiver on it use, as JSON (`frerlab_traffic::timestamping::Decision`).
 #[pyfunction]
 fn timestamp_capability(name: &str) -> PyResult<String> {
-    Ok(Capability::of_interface(name).map_err(to_py)?.decision().to_json())
+    Ok(Capability::of_interface(name)
+        .map_err(to_py)?
+        .decision()
+        .to_json())
 }
 
 /// The same decision for a capability given as JSON (`so_timestamping`, `phc_index`,
 /// `tx_types`, `rx_filters`), e.g. a real interface's with bits changed.
 #[pyfunction]
 fn timestamp_decision(capability_json: &str) -> PyResult<String> {
-    Ok(Capability::from_json(capability_json).map_err(to_py)?.decision().to_json())
+    Ok(Capability::from_json(capability_json)
+        .map_err(to_py)?
+        .decision()
+        .to_json())
 }
 
 /// Adds this area's classes and functions to the extension module.

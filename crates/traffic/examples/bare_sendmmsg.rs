@@ -17,11 +17,19 @@ fn main() {
     let dest: Ipv4Addr = args[1].parse().expect("DEST_IP must be an IPv4 address");
     let port: u16 = args[2].parse().expect("PORT must be 0..=65535");
     let seconds: f64 = args[3].parse().expect("SECONDS must be a number");
-    let batch: usize = args.get(4).map_or(32, |b| b.parse().expect("BATCH must be 1..=64"));
-    let socket = sys::udp_socket((Ipv4Addr::UNSPECIFIED, 0), Some((dest, port))).expect("UDP socket");
+    let batch: usize = args
+        .get(4)
+        .map_or(32, |b| b.parse().expect("BATCH must be 1..=64"));
+    let socket =
+        sys::udp_socket((Ipv4Addr::UNSPECIFIED, 0), Some((dest, port))).expect("UDP socket");
     sys::set_buffers(&socket, 4 << 20);
-    let frame: usize = args.get(5).map_or(64, |f| f.parse().expect("FRAME_BYTES must be 64..=1518"));
-    assert!((64..=1518).contains(&frame), "FRAME_BYTES {frame} is out of range (64..=1518)");
+    let frame: usize = args
+        .get(5)
+        .map_or(64, |f| f.parse().expect("FRAME_BYTES must be 64..=1518"));
+    assert!(
+        (64..=1518).contains(&frame),
+        "FRAME_BYTES {frame} is out of range (64..=1518)"
+    );
     let len = frame - 46;
     let mut buffers = vec![0xA5u8; len * batch];
     let start = sys::monotonic_ns();
@@ -30,7 +38,11 @@ fn main() {
     while sys::monotonic_ns() < end {
         match sys::send_batch(&socket, &mut buffers, len, batch) {
             Ok(n) => sent += n as u64,
-            Err(e) if matches!(e.raw_os_error(), Some(libc::ENOBUFS) | Some(libc::EAGAIN) | Some(libc::EINTR)) => {}
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::ENOBUFS) | Some(libc::EAGAIN) | Some(libc::EINTR)
+                ) => {}
             Err(e) => panic!("sendmmsg failed: {e}"),
         }
     }

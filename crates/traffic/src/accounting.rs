@@ -278,7 +278,8 @@ impl StreamAccounting {
                         self.seen[word] |= mask;
                         match self.lane_highest[lane] {
                             Some(lh) if seq < lh => {
-                                self.max_reorder_distance = self.max_reorder_distance.max(lh + 1 - seq);
+                                self.max_reorder_distance =
+                                    self.max_reorder_distance.max(lh + 1 - seq);
                                 Arrival::Reordered
                             }
                             _ => {
@@ -347,7 +348,9 @@ impl StreamAccounting {
 
     /// Sequence numbers the sender used, as far as known.
     pub fn expected(&self) -> u64 {
-        self.highest.map_or(0, |h| h + 1).max(self.end_count.unwrap_or(0))
+        self.highest
+            .map_or(0, |h| h + 1)
+            .max(self.end_count.unwrap_or(0))
     }
 
     /// Unique sequence numbers received so far.
@@ -390,12 +393,21 @@ impl StreamAccounting {
 
     /// Bins 0 up to the one holding `expected - 1` (at most [`MAX_SEQ_BINS`]).
     fn seq_bins_report(&self, expected: u64) -> Vec<SeqBinReport> {
-        let Some(size) = self.seq_bin_frames else { return Vec::new() };
+        let Some(size) = self.seq_bin_frames else {
+            return Vec::new();
+        };
         (0..expected.div_ceil(size).min(MAX_SEQ_BINS))
             .map(|k| {
-                let (received, duplicates) = self.seq_bins.get(k as usize).copied().unwrap_or((0, 0));
+                let (received, duplicates) =
+                    self.seq_bins.get(k as usize).copied().unwrap_or((0, 0));
                 let frames = size.min(expected - k * size);
-                SeqBinReport { first_seq: k * size, frames, received, duplicates, lost: frames - received }
+                SeqBinReport {
+                    first_seq: k * size,
+                    frames,
+                    received,
+                    duplicates,
+                    lost: frames - received,
+                }
             })
             .collect()
     }
@@ -407,7 +419,11 @@ mod tests {
 
     fn feed(seqs: &[u64]) -> (StreamAccounting, Vec<Arrival>) {
         let mut acc = StreamAccounting::new(1_000);
-        let kinds = seqs.iter().enumerate().map(|(i, &s)| acc.record(s, 0, i as u64 * 10)).collect();
+        let kinds = seqs
+            .iter()
+            .enumerate()
+            .map(|(i, &s)| acc.record(s, 0, i as u64 * 10))
+            .collect();
         (acc, kinds)
     }
 
@@ -417,7 +433,16 @@ mod tests {
         let (acc, kinds) = feed(&[0, 1, 2, 3, 5, 6, 7, 8, 4, 9]);
         assert_eq!(kinds[8], Arrival::Reordered);
         let r = acc.report();
-        assert_eq!((r.unique, r.reordered, r.max_reorder_distance, r.lost, r.duplicates), (10, 1, 5, 0, 0));
+        assert_eq!(
+            (
+                r.unique,
+                r.reordered,
+                r.max_reorder_distance,
+                r.lost,
+                r.duplicates
+            ),
+            (10, 1, 5, 0, 0)
+        );
     }
 
     #[test]
@@ -425,7 +450,10 @@ mod tests {
         let (mut acc, kinds) = feed(&[0, 1, 1, 3, 4, 4, 4, 6]);
         assert_eq!(kinds[2], Arrival::Duplicate);
         let r = acc.report();
-        assert_eq!((r.arrivals, r.unique, r.duplicates, r.lost, r.expected), (8, 5, 3, 2, 7));
+        assert_eq!(
+            (r.arrivals, r.unique, r.duplicates, r.lost, r.expected),
+            (8, 5, 3, 2, 7)
+        );
         acc.record_end(10, 100);
         let r = acc.report();
         assert_eq!((r.expected, r.lost, r.end_seen), (10, 5, true));
@@ -459,8 +487,18 @@ mod tests {
         assert_eq!(r.intervals[0].received, 2);
         assert_eq!(r.intervals[1].received, 0);
         assert_eq!((r.intervals[2].received, r.intervals[2].lost), (1, 3));
-        assert_eq!((r.intervals[3].received, r.intervals[3].reordered, r.intervals[3].lost), (1, 1, -1));
-        assert_eq!(r.intervals.iter().map(|i| i.lost).sum::<i64>() as u64, r.lost);
+        assert_eq!(
+            (
+                r.intervals[3].received,
+                r.intervals[3].reordered,
+                r.intervals[3].lost
+            ),
+            (1, 1, -1)
+        );
+        assert_eq!(
+            r.intervals.iter().map(|i| i.lost).sum::<i64>() as u64,
+            r.lost
+        );
     }
 
     #[test]
@@ -474,14 +512,38 @@ mod tests {
         acc.record_end(14, 9_000_000);
         acc.record_end(14, 9_000_001);
         let r = acc.report();
-        let bins: Vec<(u64, u64, u64, u64, u64)> =
-            r.seq_bins.iter().map(|b| (b.first_seq, b.frames, b.received, b.duplicates, b.lost)).collect();
-        assert_eq!(bins, [(0, 4, 2, 1, 2), (4, 4, 4, 0, 0), (8, 4, 0, 0, 4), (12, 2, 1, 0, 1)]);
-        assert_eq!((r.seq_bin_frames, r.end_probes, r.arrivals), (Some(4), 2, 8));
+        let bins: Vec<(u64, u64, u64, u64, u64)> = r
+            .seq_bins
+            .iter()
+            .map(|b| (b.first_seq, b.frames, b.received, b.duplicates, b.lost))
+            .collect();
+        assert_eq!(
+            bins,
+            [
+                (0, 4, 2, 1, 2),
+                (4, 4, 4, 0, 0),
+                (8, 4, 0, 0, 4),
+                (12, 2, 1, 0, 1)
+            ]
+        );
+        assert_eq!(
+            (r.seq_bin_frames, r.end_probes, r.arrivals),
+            (Some(4), 2, 8)
+        );
         let sum = |f: fn(&SeqBinReport) -> u64| r.seq_bins.iter().map(f).sum::<u64>();
-        assert_eq!((sum(|b| b.frames), sum(|b| b.received), sum(|b| b.lost), sum(|b| b.duplicates)),
-                   (r.expected, r.unique, r.lost, r.duplicates));
-        assert!(StreamAccounting::new(1_000).report().seq_bins.is_empty(), "no bins unless asked for");
+        assert_eq!(
+            (
+                sum(|b| b.frames),
+                sum(|b| b.received),
+                sum(|b| b.lost),
+                sum(|b| b.duplicates)
+            ),
+            (r.expected, r.unique, r.lost, r.duplicates)
+        );
+        assert!(
+            StreamAccounting::new(1_000).report().seq_bins.is_empty(),
+            "no bins unless asked for"
+        );
     }
 
     #[test]
@@ -489,12 +551,35 @@ mod tests {
         // lane 0 sent 0, 2, 3, 6; lane 1 sent 1, 4, 5 (a shared counter): lane 1 ran ahead,
         // then lane 0 caught up; only lane 0's 3-after-6 is an inversion within a lane
         let mut acc = StreamAccounting::new(1_000);
-        let arrivals: Vec<Arrival> =
-            [(1, 1), (1, 4), (0, 0), (0, 2), (1, 5), (0, 6), (0, 3), (1, 4)].iter().map(|&(lane, seq)| acc.record_lane(lane, seq, 0, 1)).collect();
+        let arrivals: Vec<Arrival> = [
+            (1, 1),
+            (1, 4),
+            (0, 0),
+            (0, 2),
+            (1, 5),
+            (0, 6),
+            (0, 3),
+            (1, 4),
+        ]
+        .iter()
+        .map(|&(lane, seq)| acc.record_lane(lane, seq, 0, 1))
+        .collect();
         use Arrival::*;
-        assert_eq!(arrivals, [InOrder, InOrder, InOrder, InOrder, InOrder, InOrder, Reordered, Duplicate]);
+        assert_eq!(
+            arrivals,
+            [InOrder, InOrder, InOrder, InOrder, InOrder, InOrder, Reordered, Duplicate]
+        );
         let r = acc.report();
-        assert_eq!((r.unique, r.reordered, r.max_reorder_distance, r.duplicates, r.lost), (7, 1, 4, 1, 0));
+        assert_eq!(
+            (
+                r.unique,
+                r.reordered,
+                r.max_reorder_distance,
+                r.duplicates,
+                r.lost
+            ),
+            (7, 1, 4, 1, 0)
+        );
         // the same arrivals from one lane: every arrival behind the highest is reordered
         let (acc, _) = feed(&[1, 4, 0, 2, 5, 6, 3]);
         assert_eq!(acc.report().reordered, 3);

@@ -144,7 +144,9 @@ impl Rate {
             Rate::Max => return Ok(None),
         };
         if !(value.is_finite() && value > 0.0) {
-            return Err(format!("rate {value} {unit} is not valid (a positive number)"));
+            return Err(format!(
+                "rate {value} {unit} is not valid (a positive number)"
+            ));
         }
         Ok(Some(match self {
             Rate::L1BitsPerSec(v) => v / size.l1_bits() as f64,
@@ -181,8 +183,14 @@ mod tests {
         );
         assert!(FrameSize::parse("huge").unwrap_err().contains("\"huge\""));
         let size = FrameSize::new(64).unwrap();
-        assert!(Rate::FramesPerSec(0.0).frames_per_sec(size).unwrap_err().contains("0 frames/s"));
+        assert!(Rate::FramesPerSec(0.0)
+            .frames_per_sec(size)
+            .unwrap_err()
+            .contains("0 frames/s"));
         assert_eq!(Rate::Max.frames_per_sec(size).unwrap(), None);
-        assert_eq!(Rate::L2BitsPerSec(512.0).frames_per_sec(size).unwrap(), Some(1.0));
+        assert_eq!(
+            Rate::L2BitsPerSec(512.0).frames_per_sec(size).unwrap(),
+            Some(1.0)
+        );
     }
 }

@@ -144,7 +144,10 @@ mod tests {
         }
         let r = even.report(Some(10_000.0)).unwrap();
         assert_eq!((r.count, r.below_half_share, r.backwards), (1000, 0.0, 0));
-        assert!((9_800..=10_200).contains(&r.p50_ns) && r.p1_ns >= 9_700 && r.p99_ns <= 10_300, "{r:?}");
+        assert!(
+            (9_800..=10_200).contains(&r.p50_ns) && r.p1_ns >= 9_700 && r.p99_ns <= 10_300,
+            "{r:?}"
+        );
         assert_eq!(r.shares[2], 1.0);
         // bursts of 10 frames 100 ns apart every 100 us: nominal 10 us, 9 gaps in 10 below half
         let mut bursty = Gaps::new();

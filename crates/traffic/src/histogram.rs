@@ -52,7 +52,14 @@ impl Default for Histogram {
 impl Histogram {
     /// An empty histogram.
     pub fn new() -> Self {
-        Histogram { counts: Vec::new(), count: 0, min: u64::MAX, max: 0, mean: 0.0, m2: 0.0 }
+        Histogram {
+            counts: Vec::new(),
+            count: 0,
+            min: u64::MAX,
+            max: 0,
+            mean: 0.0,
+            m2: 0.0,
+        }
     }
 
     fn index(value: u64) -> usize {
@@ -61,7 +68,8 @@ impl Histogram {
         }
         let octave = 63 - value.leading_zeros();
         let shift = octave - LINEAR_BITS + 1;
-        LINEAR + (octave - LINEAR_BITS) as usize * PER_OCTAVE + (value >> shift) as usize - PER_OCTAVE
+        LINEAR + (octave - LINEAR_BITS) as usize * PER_OCTAVE + (value >> shift) as usize
+            - PER_OCTAVE
     }
 
     /// The middle of the bucket at `index`, the value reported for anything recorded there.
@@ -153,7 +161,10 @@ impl Histogram {
             max: self.max,
             mean: self.mean,
             stddev: (self.m2 / self.count as f64).sqrt(),
-            percentiles: PERCENTILES.iter().map(|&p| (p, self.percentile(p).unwrap_or(0))).collect(),
+            percentiles: PERCENTILES
+                .iter()
+                .map(|&p| (p, self.percentile(p).unwrap_or(0)))
+                .collect(),
         })
     }
 
@@ -174,7 +185,17 @@ mod tests {
 
     #[test]
     fn exact_below_1024_and_within_a_thousandth_above() {
-        for v in [0u64, 1, 1023, 1024, 1025, 4095, 123_456, 987_654_321, u64::MAX / 3] {
+        for v in [
+            0u64,
+            1,
+            1023,
+            1024,
+            1025,
+            4095,
+            123_456,
+            987_654_321,
+            u64::MAX / 3,
+        ] {
             let r = Histogram::representative(Histogram::index(v));
             let err = (r as f64 - v as f64).abs() / (v.max(1) as f64);
             assert!(err <= 0.001, "value {v} reported as {r}");
@@ -210,8 +231,23 @@ mod tests {
         for v in [10u64, 500, 1000, 5000, 20_000] {
             h.record(v);
         }
-        assert_eq!((h.count_below(0), h.count_below(10), h.count_below(11), h.count_below(1000)), (0, 0, 1, 2));
-        assert_eq!((h.count_below(5000), h.count_below(5010), h.count_below(20_001)), (3, 4, 5));
+        assert_eq!(
+            (
+                h.count_below(0),
+                h.count_below(10),
+                h.count_below(11),
+                h.count_below(1000)
+            ),
+            (0, 0, 1, 2)
+        );
+        assert_eq!(
+            (
+                h.count_below(5000),
+                h.count_below(5010),
+                h.count_below(20_001)
+            ),
+            (3, 4, 5)
+        );
     }
 
     #[test]
@@ -238,7 +274,10 @@ mod tests {
         a.merge(&b);
         a.merge(&Histogram::new());
         let (m, w) = (a.summary().unwrap(), both.summary().unwrap());
-        assert_eq!((m.count, m.min, m.max, &m.percentiles), (w.count, w.min, w.max, &w.percentiles));
+        assert_eq!(
+            (m.count, m.min, m.max, &m.percentiles),
+            (w.count, w.min, w.max, &w.percentiles)
+        );
         assert!((m.mean - w.mean).abs() < 1e-6 && (m.stddev - w.stddev).abs() < 1e-6);
     }
 }

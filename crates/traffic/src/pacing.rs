@@ -48,7 +48,13 @@ impl Schedule {
             Pattern::Poisson { seed } => seed,
             _ => 0,
         };
-        Ok(Schedule { pattern, gap_ns: frames_per_sec.map(|f| 1e9 / f), index: 0, poisson_time_ns: 0.0, rng })
+        Ok(Schedule {
+            pattern,
+            gap_ns: frames_per_sec.map(|f| 1e9 / f),
+            index: 0,
+            poisson_time_ns: 0.0,
+            rng,
+        })
     }
 
     /// A uniform number in (0, 1] (SplitMix64).
@@ -92,7 +98,9 @@ mod tests {
         let mut b = Schedule::new(Pattern::Bursts { frames: 3 }, Some(1000.0)).unwrap();
         let times: Vec<u64> = (0..7).map(|_| b.next_due_ns()).collect();
         assert_eq!(times, [0, 0, 0, 3_000_000, 3_000_000, 3_000_000, 6_000_000]);
-        assert!(Schedule::new(Pattern::Bursts { frames: 0 }, None).unwrap_err().contains("0 frames"));
+        assert!(Schedule::new(Pattern::Bursts { frames: 0 }, None)
+            .unwrap_err()
+            .contains("0 frames"));
     }
 
     #[test]

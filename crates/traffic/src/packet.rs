@@ -27,7 +27,10 @@ pub struct Addresses {
 }
 
 fn ipv4_checksum(header: &[u8]) -> u16 {
-    let mut sum: u32 = header.chunks(2).map(|w| u32::from(u16::from_be_bytes([w[0], w[1]]))).sum();
+    let mut sum: u32 = header
+        .chunks(2)
+        .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
+        .sum();
     while sum > 0xFFFF {
         sum = (sum & 0xFFFF) + (sum >> 16);
     }
@@ -64,7 +67,10 @@ pub fn emit_headers(frame: &mut [u8], a: &Addresses) {
 
 /// The UDP payload of an Ethernet II / IPv4 / UDP frame to `dst_port`; `None` for anything else.
 pub fn udp_payload(frame: &[u8], dst_port: u16) -> Option<&[u8]> {
-    if frame.len() < HEADERS_LEN || frame[12..14] != ETHERTYPE_IPV4.to_be_bytes() || frame[14] >> 4 != 4 {
+    if frame.len() < HEADERS_LEN
+        || frame[12..14] != ETHERTYPE_IPV4.to_be_bytes()
+        || frame[14] >> 4 != 4
+    {
         return None;
     }
     let ihl = usize::from(frame[14] & 0x0F) * 4;
@@ -84,7 +90,8 @@ pub fn udp_payload(frame: &[u8], dst_port: u16) -> Option<&[u8]> {
 /// # Errors
 /// When the text is not such an address.
 pub fn parse_mac(text: &str) -> Result<[u8; 6], String> {
-    let bad = || format!("MAC address {text:?} is not valid (six hex pairs, e.g. 02:00:00:00:00:01)");
+    let bad =
+        || format!("MAC address {text:?} is not valid (six hex pairs, e.g. 02:00:00:00:00:01)");
     let parts: Vec<&str> = text.split([':', '-']).collect();
     if parts.len() != 6 {
         return Err(bad());
@@ -115,7 +122,11 @@ mod tests {
         };
         let mut frame = vec![0xAAu8; 60];
         emit_headers(&mut frame, &a);
-        assert_eq!(ipv4_checksum(&frame[14..34]), 0, "a correct header sums to 0xFFFF");
+        assert_eq!(
+            ipv4_checksum(&frame[14..34]),
+            0,
+            "a correct header sums to 0xFFFF"
+        );
         assert_eq!(&frame[16..18], &46u16.to_be_bytes());
         let payload = udp_payload(&frame, 5000).unwrap();
         assert_eq!(payload.len(), 18);
@@ -125,8 +136,13 @@ mod tests {
 
     #[test]
     fn mac_parsing() {
-        assert_eq!(parse_mac("02:0a:FF:00:00:01").unwrap(), [2, 10, 255, 0, 0, 1]);
-        assert!(parse_mac("02:0a:ff:00:00").unwrap_err().contains("\"02:0a:ff:00:00\""));
+        assert_eq!(
+            parse_mac("02:0a:FF:00:00:01").unwrap(),
+            [2, 10, 255, 0, 0, 1]
+        );
+        assert!(parse_mac("02:0a:ff:00:00")
+            .unwrap_err()
+            .contains("\"02:0a:ff:00:00\""));
         assert!(parse_mac("02:0a:ff:00:00:zz").is_err());
     }
 }

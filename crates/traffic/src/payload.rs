@@ -121,7 +121,11 @@ impl Probe {
     /// from clock steps, comes out as the receive time minus a negative latency).
     pub fn send_time_ns(&self, recv_time_ns: u64) -> i128 {
         let back = recv_time_ns.wrapping_sub(self.send_time_low) & TIME_MASK;
-        let back = if back >= 1 << (TIME_BITS - 1) { back as i128 - (1i128 << TIME_BITS) } else { back as i128 };
+        let back = if back >= 1 << (TIME_BITS - 1) {
+            back as i128 - (1i128 << TIME_BITS)
+        } else {
+            back as i128
+        };
         recv_time_ns as i128 - back
     }
 }

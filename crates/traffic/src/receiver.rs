@@ -18,7 +18,7 @@
 //! end-of-stream probe, or `idle_s` without traffic, whichever comes first.
 
 use crate::accounting::{StreamAccounting, StreamReport};
-use crate::frame::{MAX_FRAME, UDP_OVERHEAD, FCS_LEN};
+use crate::frame::{FCS_LEN, MAX_FRAME, UDP_OVERHEAD};
 use crate::gaps::{GapReport, Gaps};
 use crate::histogram::{Histogram, Summary};
 use crate::packet;
@@ -195,7 +195,12 @@ impl Receiver {
     /// # Errors
     /// `InvalidInput` for JSON that is not a valid configuration, else as [`Receiver::new`].
     pub fn from_json(config: &str) -> io::Result<Receiver> {
-        let config = serde_json::from_str(config).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("bad receiver configuration: {e}")))?;
+        let config = serde_json::from_str(config).map_err(|e| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("bad receiver configuration: {e}"),
+            )
+        })?;
         Receiver::new(config)
     }
 
@@ -211,39 +216,64 @@ impl Receiver {
     pub fn new(config: ReceiverConfig) -> io::Result<Receiver> {
         let invalid = |m: String| io::Error::new(io::ErrorKind::InvalidInput, m);
         if !(config.interval_s.is_finite() && config.interval_s >= 0.001) {
-            return Err(invalid(format!("interval {} s is out of range (0.001 s or more)", config.interval_s)));
+            return Err(invalid(format!(
+                "interval {} s is out of range (0.001 s or more)",
+                config.interval_s
+            )));
         }
         if config.interval_frames == Some(0) {
-            return Err(invalid("interval_frames 0 is out of range (1 or more sequence numbers per bin)".into()));
+            return Err(invalid(
+                "interval_frames 0 is out of range (1 or more sequence numbers per bin)".into(),
+            ));
         }
         if !(config.linger_s.is_finite() && (0.0..=60.0).contains(&config.linger_s)) {
-            return Err(invalid(format!("linger {} s is out of range (0..=60 s)", config.linger_s)));
+            return Err(invalid(format!(
+                "linger {} s is out of range (0..=60 s)",
+                config.linger_s
+            )));
         }
         for (name, value) in [("duration", config.duration_s), ("idle", config.idle_s)] {
             if let Some(d) = value {
                 if !(d.is_finite() && d > 0.0) {
-                    return Err(invalid(format!("{name} {d} s is not valid (a positive number of seconds)")));
+                    return Err(invalid(format!(
+                        "{name} {d} s is not valid (a positive number of seconds)"
+                    )));
                 }
             }
         }
         if config.mode != Mode::Xdp && config.queues != 1 {
-            return Err(invalid(format!("queues {} is for xdp mode only", config.queues)));
+            return Err(invalid(format!(
+                "queues {} is for xdp mode only",
+                config.queues
+            )));
         }
         let socket = match config.mode {
-            Mode::Udp => sys::udp_socket((config.bind.unwrap_or(Ipv4Addr::UNSPECIFIED), config.port), None)?,
+            Mode::Udp => sys::udp_socket(
+                (config.bind.unwrap_or(Ipv4Addr::UNSPECIFIED), config.port),
+                None,
+            )?,
             Mode::Raw => {
-                let name = config.interface.as_deref().ok_or_else(|| invalid("raw mode needs an interface".into()))?;
+                let name = config
+                    .interface
+                    .as_deref()
+                    .ok_or_else(|| invalid("raw mode needs an interface".into()))?;
                 let fd = sys::packet_socket(sys::interface_index(name)?, libc::ETH_P_IP as u16)?;
                 sys::enable_vnet_header(&fd)?;
                 fd
             }
             Mode::Xdp => {
-                let name = config.interface.as_deref().ok_or_else(|| invalid("xdp mode needs an interface".into()))?;
+                let name = config
+                    .interface
+                    .as_deref()
+                    .ok_or_else(|| invalid("xdp mode needs an interface".into()))?;
                 let index = sys::interface_index(name)? as u32;
                 let has = sys::interface_queues(name, false)?;
                 let most = has.min(xdp_redirect::MAX_QUEUES);
                 if !(1..=most).contains(&config.queues) {
-                    return Err(invalid(format!("queues {} is out of range for {name} (1..={most}: it has {has} RX queues)", config.queues)));
+                    return Err(invalid(format!(
+                        "queues {} is out of range for {name} (1..={most}: it has {has} RX queues)",
+                        config.queues
+                    )));
                 }
                 let mut redirect = Redirect::load(config.port)?;
                 let mut sockets = Vec::new();
@@ -267,7 +297,13 @@ impl Receiver {
                     ),
                 };
                 let counts = vec![0; sockets.len()];
-                return Ok(Receiver::with_input(config, Input::Xsk(sockets, redirect, counts), 0, userspace, None));
+                return Ok(Receiver::with_input(
+                    config,
+                    Input::Xsk(sockets, redirect, counts),
+                    0,
+                    userspace,
+                    None,
+                ));
             }
         };
         let (timestamps, hardware) = open_rx_stamping(&config, &socket)?;
@@ -279,11 +315,21 @@ impl Receiver {
         };
         sys::set_buffers(&socket, 32 << 20);
         sys::prepare_receive(&socket, Duration::from_millis(20))?;
-        Ok(Receiver::with_input(config, Input::Socket(socket), capacity, timestamps, hardware))
+        Ok(Receiver::with_input(
+            config,
+            Input::Socket(socket),
+            capacity,
+            timestamps,
+            hardware,
+        ))
     }
 
     fn with_input(
-        config: ReceiverConfig, input: Input, capacity: usize, timestamps: Timestamps, hardware: Option<HardwareStamping>,
+        config: ReceiverConfig,
+        input: Input,
+        capacity: usize,
+        timestamps: Timestamps,
+        hardware: Option<HardwareStamping>,
     ) -> Receiver {
         Receiver {
             config,
@@ -306,9 +352,17 @@ impl Receiver {
 
     fn done(&self, now: u64) -> bool {
         let elapsed = now - self.start_ns;
-        self.config.duration_s.is_some_and(|d| elapsed as f64 >= d * 1e9)
-            || self.all_ended_at_ns.is_some_and(|t| (now - t) as f64 >= self.config.linger_s * 1e9)
-            || self.config.idle_s.zip(self.last_probe_at_ns).is_some_and(|(idle, t)| (now - t) as f64 >= idle * 1e9)
+        self.config
+            .duration_s
+            .is_some_and(|d| elapsed as f64 >= d * 1e9)
+            || self
+                .all_ended_at_ns
+                .is_some_and(|t| (now - t) as f64 >= self.config.linger_s * 1e9)
+            || self
+                .config
+                .idle_s
+                .zip(self.last_probe_at_ns)
+                .is_some_and(|(idle, t)| (now - t) as f64 >= idle * 1e9)
     }
 
     /// Receives for at most `max_ns`; returns true once the run has ended.
@@ -352,7 +406,9 @@ impl Receiver {
                     self.untimestamped += n as u64;
                     for probe in probes {
                         match probe {
-                            Some((probe, frame_size)) => self.account(probe, frame_size, recv_ns, recv_ns),
+                            Some((probe, frame_size)) => {
+                                self.account(probe, frame_size, recv_ns, recv_ns)
+                            }
                             None => self.ignored += 1,
                         }
                     }
@@ -368,7 +424,8 @@ impl Receiver {
     fn take(&mut self, i: usize, read_ns: u64) {
         let (meta, bytes) = self.batch.message(i);
         if let Some(stamp) = meta.time_ns {
-            self.read_after_rx_stamp.record(read_ns.saturating_sub(stamp));
+            self.read_after_rx_stamp
+                .record(read_ns.saturating_sub(stamp));
         }
         if let Some(d) = meta.drops {
             self.socket_drops = Some(d);
@@ -377,7 +434,11 @@ impl Receiver {
             self.untimestamped += 1;
             sys::realtime_ns()
         });
-        let gap_ns = if self.timestamps.gaps == Source::Hardware { meta.hw_time_ns } else { Some(recv_ns) };
+        let gap_ns = if self.timestamps.gaps == Source::Hardware {
+            meta.hw_time_ns
+        } else {
+            Some(recv_ns)
+        };
         let mut probes = [None; sys::MAX_GSO_SEGMENTS];
         let found = match self.config.mode {
             Mode::Udp => split_probes(bytes, meta.segment, &mut probes),
@@ -385,7 +446,9 @@ impl Receiver {
         };
         for probe in probes.iter().take(found) {
             match *probe {
-                Some((probe, frame_size)) => self.account_stamped(probe, frame_size, recv_ns, gap_ns),
+                Some((probe, frame_size)) => {
+                    self.account_stamped(probe, frame_size, recv_ns, gap_ns)
+                }
                 None => self.ignored += 1,
             }
         }
@@ -393,7 +456,13 @@ impl Receiver {
 
     /// As [`Receiver::account`], for a frame whose gap stamp may be missing (a hardware stamp
     /// the NIC did not take: the run of gaps restarts after it).
-    fn account_stamped(&mut self, probe: Probe, frame_size: u32, recv_ns: u64, gap_ns: Option<u64>) {
+    fn account_stamped(
+        &mut self,
+        probe: Probe,
+        frame_size: u32,
+        recv_ns: u64,
+        gap_ns: Option<u64>,
+    ) {
         match gap_ns {
             Some(gap_ns) => self.account(probe, frame_size, recv_ns, gap_ns),
             None => {
@@ -427,7 +496,9 @@ impl Receiver {
                 stream.frame_size_min = stream.frame_size_min.min(frame_size);
                 stream.frame_size_max = stream.frame_size_max.max(frame_size);
                 let send_ns = probe.send_time_ns(recv_ns).max(0) as u64;
-                stream.accounting.record_lane(probe.lane, probe.seq, send_ns, recv_ns);
+                stream
+                    .accounting
+                    .record_lane(probe.lane, probe.seq, send_ns, recv_ns);
                 stream.gaps.record(gap_ns);
             }
             Kind::End => {
@@ -443,11 +514,28 @@ impl Receiver {
     pub fn report(&self) -> ReceiverReport {
         let end = self.finished_at_ns.unwrap_or_else(sys::monotonic_ns);
         let (socket_drops, xsk_bind, xdp_attach, queues) = match &self.input {
-            Input::Socket(fd) => (sys::socket_drops(fd).ok().max(self.socket_drops), None, None, None),
+            Input::Socket(fd) => (
+                sys::socket_drops(fd).ok().max(self.socket_drops),
+                None,
+                None,
+                None,
+            ),
             Input::Xsk(sockets, redirect, counts) => {
                 let drops: Option<u64> = sockets.iter().map(|x| x.drops().ok()).sum();
-                let queues = counts.iter().enumerate().map(|(q, &frames)| QueueFrames { queue: q as u32, frames }).collect();
-                (drops.map(|d| d.min(u64::from(u32::MAX)) as u32), Some(sockets[0].bind_mode()), redirect.attach_mode(), Some(queues))
+                let queues = counts
+                    .iter()
+                    .enumerate()
+                    .map(|(q, &frames)| QueueFrames {
+                        queue: q as u32,
+                        frames,
+                    })
+                    .collect();
+                (
+                    drops.map(|d| d.min(u64::from(u32::MAX)) as u32),
+                    Some(sockets[0].bind_mode()),
+                    redirect.attach_mode(),
+                    Some(queues),
+                )
             }
         };
         ReceiverReport {
@@ -467,7 +555,11 @@ impl Receiver {
                 .iter()
                 .map(|(&id, s)| StreamResult {
                     stream_id: id,
-                    frame_size_min: if s.frame_size_max == 0 { 0 } else { s.frame_size_min },
+                    frame_size_min: if s.frame_size_max == 0 {
+                        0
+                    } else {
+                        s.frame_size_min
+                    },
                     frame_size_max: s.frame_size_max,
                     report: s.accounting.report(),
                     gaps: s.gaps.report(None),
@@ -481,15 +573,23 @@ impl Receiver {
 /// software stamp (CLOCK_REALTIME) for latency always; the NIC's where the interface (raw mode's
 /// `interface`, or the one holding UDP mode's `bind` address) has hardware receive stamps
 /// (ethtool), for the gaps.
-fn open_rx_stamping(config: &ReceiverConfig, socket: &OwnedFd) -> io::Result<(Timestamps, Option<HardwareStamping>)> {
+fn open_rx_stamping(
+    config: &ReceiverConfig,
+    socket: &OwnedFd,
+) -> io::Result<(Timestamps, Option<HardwareStamping>)> {
     let interface = match config.mode {
         Mode::Udp => config.bind.and_then(sys::interface_with_address),
         _ => config.interface.clone(),
     };
-    let capability = interface.as_deref().and_then(|name| Capability::of_interface(name).ok());
-    let mut statement = timestamping::hardware_statement(interface.as_deref(), capability.as_ref(), false);
+    let capability = interface
+        .as_deref()
+        .and_then(|name| Capability::of_interface(name).ok());
+    let mut statement =
+        timestamping::hardware_statement(interface.as_deref(), capability.as_ref(), false);
     if interface.is_none() {
-        statement = "no interface known (UDP receiver not bound to an address, --bind): software stamps".into();
+        statement =
+            "no interface known (UDP receiver not bound to an address, --bind): software stamps"
+                .into();
     }
     let mut hardware = None;
     if let (Some(name), Some(cap)) = (interface.as_deref(), capability.as_ref()) {
@@ -507,9 +607,15 @@ fn open_rx_stamping(config: &ReceiverConfig, socket: &OwnedFd) -> io::Result<(Ti
             }
         }
     }
-    let gaps = if hardware.is_some() { Source::Hardware } else { Source::Software };
+    let gaps = if hardware.is_some() {
+        Source::Hardware
+    } else {
+        Source::Software
+    };
     timestamping::enable_on_socket(socket, gaps, true)?;
-    let gaps_clock = capability.filter(|_| hardware.is_some()).map_or("CLOCK_REALTIME".into(), |c| c.clock_of(gaps));
+    let gaps_clock = capability
+        .filter(|_| hardware.is_some())
+        .map_or("CLOCK_REALTIME".into(), |c| c.clock_of(gaps));
     let timestamps = Timestamps {
         tx: Source::Payload,
         rx: Some(Source::Software),
@@ -525,8 +631,14 @@ fn open_rx_stamping(config: &ReceiverConfig, socket: &OwnedFd) -> io::Result<(Ti
 /// The probes in one UDP payload that may join several datagrams of `segment` bytes each
 /// (UDP GRO, or a GSO packet not yet cut), with their frame sizes; returns how many entries
 /// of `out` it filled (`None` entries: not a probe).
-fn split_probes(payload: &[u8], segment: Option<usize>, out: &mut [Option<(Probe, u32)>; sys::MAX_GSO_SEGMENTS]) -> usize {
-    let segment = segment.filter(|&s| s > 0 && payload.len() > s).unwrap_or(payload.len().max(1));
+fn split_probes(
+    payload: &[u8],
+    segment: Option<usize>,
+    out: &mut [Option<(Probe, u32)>; sys::MAX_GSO_SEGMENTS],
+) -> usize {
+    let segment = segment
+        .filter(|&s| s > 0 && payload.len() > s)
+        .unwrap_or(payload.len().max(1));
     out[0] = None;
     let mut n = 0;
     for chunk in payload.chunks(segment).take(out.len()) {
@@ -539,9 +651,14 @@ fn split_probes(payload: &[u8], segment: Option<usize>, out: &mut [Option<(Probe
 /// The probes in one raw capture (after its virtio-net header): one per frame, or one per
 /// segment of a UDP GSO packet that a local sender handed to a veth unsegmented (the segments
 /// become separate frames only where they are cut).
-fn raw_probes(bytes: &[u8], port: u16, out: &mut [Option<(Probe, u32)>; sys::MAX_GSO_SEGMENTS]) -> usize {
-    let frame_and_payload = sys::split_vnet_header(bytes)
-        .and_then(|(gso, frame)| packet::udp_payload(frame, port).map(|payload| (gso, frame, payload)));
+fn raw_probes(
+    bytes: &[u8],
+    port: u16,
+    out: &mut [Option<(Probe, u32)>; sys::MAX_GSO_SEGMENTS],
+) -> usize {
+    let frame_and_payload = sys::split_vnet_header(bytes).and_then(|(gso, frame)| {
+        packet::udp_payload(frame, port).map(|payload| (gso, frame, payload))
+    });
     match frame_and_payload {
         None => {
             out[0] = None;
@@ -598,7 +715,10 @@ mod tests {
         let bytes = with_vnet_header(5, PROBE_LEN as u16, &frame_with_probes(&[7, 8, 9]));
         let mut out = [None; sys::MAX_GSO_SEGMENTS];
         assert_eq!(raw_probes(&bytes, 5555, &mut out), 3);
-        let seqs: Vec<(u64, u32)> = out[..3].iter().map(|p| p.map(|(p, size)| (p.seq, size)).unwrap()).collect();
+        let seqs: Vec<(u64, u32)> = out[..3]
+            .iter()
+            .map(|p| p.map(|(p, size)| (p.seq, size)).unwrap())
+            .collect();
         assert_eq!(seqs, [(7, 64), (8, 64), (9, 64)]);
     }
 
@@ -607,7 +727,10 @@ mod tests {
         let bytes = with_vnet_header(0, 0, &frame_with_probes(&[4]));
         let mut out = [None; sys::MAX_GSO_SEGMENTS];
         assert_eq!(raw_probes(&bytes, 5555, &mut out), 1);
-        assert_eq!(out[0].map(|(p, size)| (p.seq, p.stream_id, size)), Some((4, 3, 60 + 4)));
+        assert_eq!(
+            out[0].map(|(p, size)| (p.seq, p.stream_id, size)),
+            Some((4, 3, 60 + 4))
+        );
         assert_eq!(raw_probes(&bytes, 5556, &mut out), 1);
         assert!(out[0].is_none());
         assert_eq!(raw_probes(&bytes[..5], 5555, &mut out), 1);
@@ -622,7 +745,11 @@ mod tests {
         let mut out = [None; sys::MAX_GSO_SEGMENTS];
         assert_eq!(split_probes(&payload, Some(PROBE_LEN), &mut out), 4);
         let seqs: Vec<Option<u64>> = out[..4].iter().map(|p| p.map(|(p, _)| p.seq)).collect();
-        assert_eq!(seqs, [Some(1), Some(2), Some(3), None], "a short tail is not a probe");
+        assert_eq!(
+            seqs,
+            [Some(1), Some(2), Some(3), None],
+            "a short tail is not a probe"
+        );
         assert_eq!(split_probes(&payload[..PROBE_LEN], None, &mut out), 1);
         assert_eq!(out[0].map(|(p, size)| (p.seq, size)), Some((1, 64)));
         assert_eq!(split_probes(&[], None, &mut out), 1);
@@ -632,11 +759,16 @@ mod tests {
     #[test]
     fn bad_receiver_settings_are_named() {
         let err = |json: &str| Receiver::from_json(json).err().unwrap().to_string();
-        assert!(err(r#"{"mode":"udp","port":0,"interval_s":0}"#).contains("interval 0 s is out of range (0.001 s or more)"));
-        assert!(err(r#"{"mode":"udp","port":0,"interval_frames":0}"#).contains("interval_frames 0 is out of range (1 or more"));
-        assert!(err(r#"{"mode":"udp","port":0,"linger_s":100}"#).contains("linger 100 s is out of range (0..=60 s)"));
+        assert!(err(r#"{"mode":"udp","port":0,"interval_s":0}"#)
+            .contains("interval 0 s is out of range (0.001 s or more)"));
+        assert!(err(r#"{"mode":"udp","port":0,"interval_frames":0}"#)
+            .contains("interval_frames 0 is out of range (1 or more"));
+        assert!(err(r#"{"mode":"udp","port":0,"linger_s":100}"#)
+            .contains("linger 100 s is out of range (0..=60 s)"));
         assert!(err(r#"{"mode":"raw","port":0}"#).contains("raw mode needs an interface"));
         assert!(err(r#"{"mode":"tcp","port":0}"#).contains("unknown variant `tcp`"));
-        assert!(err(r#"{"mode":"udp","port":0,"queues":2}"#).contains("queues 2 is for xdp mode only"));
+        assert!(
+            err(r#"{"mode":"udp","port":0,"queues":2}"#).contains("queues 2 is for xdp mode only")
+        );
     }
 }

@@ -331,7 +331,12 @@ impl Sender {
     /// # Errors
     /// `InvalidInput` for JSON that is not a valid configuration, else as [`Sender::new`].
     pub fn from_json(config: &str) -> io::Result<Sender> {
-        let config = serde_json::from_str(config).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("bad sender configuration: {e}")))?;
+        let config = serde_json::from_str(config).map_err(|e| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("bad sender configuration: {e}"),
+            )
+        })?;
         Sender::new(config)
     }
 
@@ -361,7 +366,9 @@ impl Sender {
             }
         }
         if let Some(count) = config.count.filter(|&c| c > MAX_SEQ) {
-            return Err(invalid(format!("count {count} is out of range (1..={MAX_SEQ}: 56-bit sequence numbers)")));
+            return Err(invalid(format!(
+                "count {count} is out of range (1..={MAX_SEQ}: 56-bit sequence numbers)"
+            )));
         }
         let shared = Arc::new(Shared {
             next_seq: AtomicU64::new(0),
@@ -370,8 +377,13 @@ impl Sender {
         });
         let mut first = Sender::open(config.clone(), 0, Arc::clone(&shared))?;
         for lane in 1..queues {
-            let config = SenderConfig { end_probes: 0, ..config.clone() };
-            first.waiting.push(Sender::open(config, lane as u8, Arc::clone(&shared))?);
+            let config = SenderConfig {
+                end_probes: 0,
+                ..config.clone()
+            };
+            first
+                .waiting
+                .push(Sender::open(config, lane as u8, Arc::clone(&shared))?);
         }
         Ok(first)
     }
@@ -381,41 +393,71 @@ impl Sender {
         let invalid = |m: String| io::Error::new(io::ErrorKind::InvalidInput, m);
         let lanes = shared.sent.len() as u32;
         if !(1..=sys::MAX_BATCH).contains(&config.batch) {
-            return Err(invalid(format!("batch {} is out of range (1..={})", config.batch, sys::MAX_BATCH)));
+            return Err(invalid(format!(
+                "batch {} is out of range (1..={})",
+                config.batch,
+                sys::MAX_BATCH
+            )));
         }
         if config.end_probes > 100 {
-            return Err(invalid(format!("end_probes {} is out of range (0..=100)", config.end_probes)));
+            return Err(invalid(format!(
+                "end_probes {} is out of range (0..=100)",
+                config.end_probes
+            )));
         }
         match config.duration_s {
             Some(d) if !(d.is_finite() && d > 0.0) => {
-                return Err(invalid(format!("duration {d} s is not valid (a positive number of seconds)")))
+                return Err(invalid(format!(
+                    "duration {d} s is not valid (a positive number of seconds)"
+                )))
             }
             None if config.count.is_none() => {
-                return Err(invalid("neither a duration nor a count was given (one is needed to stop)".into()))
+                return Err(invalid(
+                    "neither a duration nor a count was given (one is needed to stop)".into(),
+                ))
             }
             _ => {}
         }
         if config.count == Some(0) {
             return Err(invalid("count 0 is not valid (1 or more frames)".into()));
         }
-        let requested_fps = config.rate.frames_per_sec(config.frame_size).map_err(invalid)?;
+        let requested_fps = config
+            .rate
+            .frames_per_sec(config.frame_size)
+            .map_err(invalid)?;
         let (pattern, offset_frames) = match config.pattern {
             Pattern::Constant => (config.pattern, u64::from(lane)),
             Pattern::Bursts { frames } => (config.pattern, u64::from(lane) * u64::from(frames)),
-            Pattern::Poisson { seed } => (Pattern::Poisson { seed: seed.wrapping_add(u64::from(lane)) }, 0),
+            Pattern::Poisson { seed } => (
+                Pattern::Poisson {
+                    seed: seed.wrapping_add(u64::from(lane)),
+                },
+                0,
+            ),
         };
-        let schedule = Schedule::new(pattern, requested_fps.map(|f| f / f64::from(lanes))).map_err(invalid)?;
+        let schedule =
+            Schedule::new(pattern, requested_fps.map(|f| f / f64::from(lanes))).map_err(invalid)?;
         let offset_ns = requested_fps.map_or(0, |f| (offset_frames as f64 * 1e9 / f) as u64);
         let size = config.frame_size;
         let (output, frame_len, payload_at, header) = match config.mode {
             Mode::Udp => {
-                let fd = sys::udp_socket((Ipv4Addr::UNSPECIFIED, config.source_port), Some((config.destination, config.port)))?;
+                let fd = sys::udp_socket(
+                    (Ipv4Addr::UNSPECIFIED, config.source_port),
+                    Some((config.destination, config.port)),
+                )?;
                 sys::set_buffers(&fd, 4 << 20);
                 (Output::Socket(fd), size.udp_payload() as usize, 0, None)
             }
             Mode::Raw | Mode::Xdp => {
-                let mode = if config.mode == Mode::Raw { "raw" } else { "xdp" };
-                let name = config.interface.as_deref().ok_or_else(|| invalid(format!("{mode} mode needs an interface")))?;
+                let mode = if config.mode == Mode::Raw {
+                    "raw"
+                } else {
+                    "xdp"
+                };
+                let name = config
+                    .interface
+                    .as_deref()
+                    .ok_or_else(|| invalid(format!("{mode} mode needs an interface")))?;
                 let frame_len = size.bytes_without_fcs() as usize;
                 if config.mode == Mode::Xdp && frame_len > xsk::MAX_FRAME_BYTES {
                     return Err(invalid(format!(
@@ -430,8 +472,19 @@ impl Sender {
                     Some(text) => packet::parse_mac(text).map_err(invalid)?,
                     None => [0xFF; 6],
                 };
-                let src_port = if config.source_port == 0 { config.port } else { config.source_port };
-                let addresses = Addresses { dst_mac, src_mac, src_ip, dst_ip: config.destination, src_port, dst_port: config.port };
+                let src_port = if config.source_port == 0 {
+                    config.port
+                } else {
+                    config.source_port
+                };
+                let addresses = Addresses {
+                    dst_mac,
+                    src_mac,
+                    src_ip,
+                    dst_ip: config.destination,
+                    src_port,
+                    dst_port: config.port,
+                };
                 let output = if config.mode == Mode::Raw {
                     let fd = sys::packet_socket(index, 0)?;
                     sys::set_buffers(&fd, 4 << 20);
@@ -444,16 +497,29 @@ impl Sender {
         };
         let gso_segments = sys::MAX_GSO_SEGMENTS.min(sys::MAX_GSO_BYTES / frame_len);
         let gso_segments = match &output {
-            Output::Socket(fd) if config.gso && config.mode == Mode::Udp && gso_segments > 1 && sys::enable_udp_gso(fd, frame_len).is_ok() => gso_segments,
+            Output::Socket(fd)
+                if config.gso
+                    && config.mode == Mode::Udp
+                    && gso_segments > 1
+                    && sys::enable_udp_gso(fd, frame_len).is_ok() =>
+            {
+                gso_segments
+            }
             _ => 0,
         };
-        let (tx_stamping, timestamps) = open_tx_stamping(&config, &output, requested_fps.is_some(), gso_segments > 0)?;
+        let (tx_stamping, timestamps) =
+            open_tx_stamping(&config, &output, requested_fps.is_some(), gso_segments > 0)?;
         let mut buffers = vec![0u8; frame_len * sys::MAX_BATCH];
         for frame in buffers.chunks_mut(frame_len) {
             if let Some(a) = &header {
                 packet::emit_headers(frame, a);
             }
-            Probe::emit_header(&mut frame[payload_at..payload_at + PROBE_LEN], Kind::Data, config.stream_id, lane);
+            Probe::emit_header(
+                &mut frame[payload_at..payload_at + PROBE_LEN],
+                Kind::Data,
+                config.stream_id,
+                lane,
+            );
         }
         Ok(Sender {
             deadline_ns: config.duration_s.map(|d| (d * 1e9) as u64),
@@ -495,13 +561,20 @@ impl Sender {
     }
 
     fn slots_exhausted(&self) -> bool {
-        self.config.count.is_some_and(|c| self.shared.next_seq.load(Ordering::Relaxed) >= c)
-            || self.deadline_ns.is_some_and(|d| self.requested_fps.is_some() && self.next_due_ns >= d)
+        self.config
+            .count
+            .is_some_and(|c| self.shared.next_seq.load(Ordering::Relaxed) >= c)
+            || self
+                .deadline_ns
+                .is_some_and(|d| self.requested_fps.is_some() && self.next_due_ns >= d)
     }
 
     /// Sequence numbers the stream used (all lanes).
     fn sequence_count(&self) -> u64 {
-        self.shared.next_seq.load(Ordering::Relaxed).min(self.config.count.unwrap_or(u64::MAX))
+        self.shared
+            .next_seq
+            .load(Ordering::Relaxed)
+            .min(self.config.count.unwrap_or(u64::MAX))
     }
 
     /// The next sequence number of the stream, `None` once `count` are used.
@@ -561,7 +634,9 @@ impl Sender {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
         for handle in std::mem::take(&mut self.running) {
-            let lane = handle.join().map_err(|_| io::Error::other("a sender thread panicked"))??;
+            let lane = handle
+                .join()
+                .map_err(|_| io::Error::other("a sender thread panicked"))??;
             self.done.push(lane);
         }
         Ok(true)
@@ -598,7 +673,9 @@ impl Sender {
         loop {
             let now_abs = sys::monotonic_ns();
             let now = now_abs - self.start_ns;
-            let past_deadline = self.deadline_ns.is_some_and(|d| now >= d + self.catch_up_ns(d));
+            let past_deadline = self
+                .deadline_ns
+                .is_some_and(|d| now >= d + self.catch_up_ns(d));
             let stopped = self.shared.stop.load(Ordering::Relaxed);
             if self.data_done || past_deadline || stopped || self.slots_exhausted() {
                 if !self.data_done {
@@ -690,7 +767,9 @@ impl Sender {
     /// Takes the TX stamps queued so far into the gaps (a missing stamp number breaks the run:
     /// no gap across it). Returns how many were read.
     fn read_tx_stamps(&mut self) -> io::Result<u64> {
-        let (Some(stamping), Output::Socket(fd)) = (&mut self.tx_stamping, &self.output) else { return Ok(0) };
+        let (Some(stamping), Output::Socket(fd)) = (&mut self.tx_stamping, &self.output) else {
+            return Ok(0);
+        };
         let mut read = 0;
         loop {
             stamping.stamps.clear();
@@ -704,7 +783,9 @@ impl Sender {
                 self.gaps.record(stamp.time_ns);
                 if stamping.source == Source::Software {
                     let payload = stamping.payload_ns[stamp.id as usize % PAYLOAD_TIMES];
-                    stamping.after_payload.record(stamp.time_ns.saturating_sub(payload));
+                    stamping
+                        .after_payload
+                        .record(stamp.time_ns.saturating_sub(payload));
                 }
                 stamping.next_id = stamp.id.wrapping_add(1);
                 stamping.received += 1;
@@ -716,7 +797,12 @@ impl Sender {
     /// Waits a little for the stamps of the last frames sent (before the end probes).
     fn read_last_tx_stamps(&mut self) -> io::Result<()> {
         let until = sys::monotonic_ns() + LAST_STAMPS_WAIT_NS;
-        while self.tx_stamping.as_ref().is_some_and(|s| s.received < self.frames_sent) && sys::monotonic_ns() < until {
+        while self
+            .tx_stamping
+            .as_ref()
+            .is_some_and(|s| s.received < self.frames_sent)
+            && sys::monotonic_ns() < until
+        {
             if self.read_tx_stamps()? == 0 {
                 std::thread::sleep(std::time::Duration::from_micros(200));
             }
@@ -731,19 +817,30 @@ impl Sender {
             let result = match &self.output {
                 Output::Socket(fd) if self.gso_segments > 0 => {
                     let take = self.gso_segments.min(count - done);
-                    sys::send_bytes(fd, &self.buffers[done * len..(done + take) * len]).map(|_| take)
+                    sys::send_bytes(fd, &self.buffers[done * len..(done + take) * len])
+                        .map(|_| take)
                 }
-                _ => self.output.send(&mut self.buffers[done * len..], len, count - done),
+                _ => self
+                    .output
+                    .send(&mut self.buffers[done * len..], len, count - done),
             };
             match result {
                 Ok(n) => done += n,
                 Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
-                Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => self.port_unreachable += 1,
+                Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => {
+                    self.port_unreachable += 1
+                }
                 Err(e) if matches!(e.raw_os_error(), Some(libc::ENOBUFS) | Some(libc::EAGAIN)) => {
                     self.kernel_refusals += 1;
                     std::thread::yield_now();
                 }
-                Err(e) if self.gso_segments > 0 && matches!(e.raw_os_error(), Some(libc::EIO) | Some(libc::EINVAL) | Some(libc::EOPNOTSUPP)) => {
+                Err(e)
+                    if self.gso_segments > 0
+                        && matches!(
+                            e.raw_os_error(),
+                            Some(libc::EIO) | Some(libc::EINVAL) | Some(libc::EOPNOTSUPP)
+                        ) =>
+                {
                     self.gso_segments = 0;
                 }
                 Err(e) => return Err(e),
@@ -761,17 +858,38 @@ impl Sender {
         let mut end = vec![0u8; self.frame_len];
         end.copy_from_slice(&self.buffers[..self.frame_len]);
         let at = self.payload_at;
-        Probe::emit_header(&mut end[at..at + PROBE_LEN], Kind::End, self.config.stream_id, self.lane);
-        Probe::emit_seq_time(&mut end[at..at + PROBE_LEN], self.sequence_count(), sys::realtime_ns());
+        Probe::emit_header(
+            &mut end[at..at + PROBE_LEN],
+            Kind::End,
+            self.config.stream_id,
+            self.lane,
+        );
+        Probe::emit_seq_time(
+            &mut end[at..at + PROBE_LEN],
+            self.sequence_count(),
+            sys::realtime_ns(),
+        );
         let mut frames = end.repeat(count);
         let mut done = 0;
         while done < count {
-            match self.output.send(&mut frames[done * self.frame_len..], self.frame_len, count - done) {
+            match self.output.send(
+                &mut frames[done * self.frame_len..],
+                self.frame_len,
+                count - done,
+            ) {
                 Ok(n) => {
                     done += n;
                     self.end_probes_sent += n as u64;
                 }
-                Err(e) if matches!(e.raw_os_error(), Some(libc::EINTR) | Some(libc::ENOBUFS) | Some(libc::EAGAIN) | Some(libc::ECONNREFUSED)) => {
+                Err(e)
+                    if matches!(
+                        e.raw_os_error(),
+                        Some(libc::EINTR)
+                            | Some(libc::ENOBUFS)
+                            | Some(libc::EAGAIN)
+                            | Some(libc::ECONNREFUSED)
+                    ) =>
+                {
                     std::thread::yield_now()
                 }
                 Err(e) => return Err(e),
@@ -788,13 +906,25 @@ impl Sender {
         let last_send_ns = lanes.iter().map(|l| l.last_send_ns).max().unwrap_or(0);
         let elapsed_ns = match (self.deadline_ns, self.finished) {
             (Some(d), true) => d,
-            _ => last_send_ns.saturating_sub(self.start_ns) + self.requested_fps.map_or(0, |f| (1e9 / f) as u64),
+            _ => {
+                last_send_ns.saturating_sub(self.start_ns)
+                    + self.requested_fps.map_or(0, |f| (1e9 / f) as u64)
+            }
         };
         let elapsed_s = elapsed_ns.max(1) as f64 / 1e9;
-        let frames_sent: u64 = self.shared.sent.iter().map(|s| s.load(Ordering::Relaxed)).sum();
+        let frames_sent: u64 = self
+            .shared
+            .sent
+            .iter()
+            .map(|s| s.load(Ordering::Relaxed))
+            .sum();
         let achieved_fps = frames_sent as f64 / elapsed_s;
         let sequence_count = self.sequence_count();
-        let unsent_due = lanes.iter().map(|l| l.unsent_due).sum::<u64>().min(self.config.count.map_or(u64::MAX, |c| c - sequence_count));
+        let unsent_due = lanes
+            .iter()
+            .map(|l| l.unsent_due)
+            .sum::<u64>()
+            .min(self.config.count.map_or(u64::MAX, |c| c - sequence_count));
         let max_lag_ns = lanes.iter().map(|l| l.max_lag_ns).max().unwrap_or(0);
         let mut gaps = self.gaps.clone();
         for lane in &self.done {
@@ -841,17 +971,27 @@ impl Sender {
                 Output::Socket(_) => None,
             },
             queues: (self.config.mode == Mode::Xdp).then(|| {
-                let cpus = std::iter::once(self.cpu).chain(self.done.iter().map(|l| l.cpu)).chain(std::iter::repeat(None));
-                self.shared.sent.iter().zip(cpus).enumerate().map(|(q, (sent, cpu))| QueueSent {
-                    queue: q as u32,
-                    frames_sent: sent.load(Ordering::Relaxed),
-                    cpu,
-                })
-                .collect()
+                let cpus = std::iter::once(self.cpu)
+                    .chain(self.done.iter().map(|l| l.cpu))
+                    .chain(std::iter::repeat(None));
+                self.shared
+                    .sent
+                    .iter()
+                    .zip(cpus)
+                    .enumerate()
+                    .map(|(q, (sent, cpu))| QueueSent {
+                        queue: q as u32,
+                        frames_sent: sent.load(Ordering::Relaxed),
+                        cpu,
+                    })
+                    .collect()
             }),
             timestamps: self.timestamps.clone(),
             tx_stamps: self.tx_stamping.as_ref().map_or(0, |s| s.received),
-            tx_stamp_after_payload_ns: self.tx_stamping.as_ref().and_then(|s| s.after_payload.summary()),
+            tx_stamp_after_payload_ns: self
+                .tx_stamping
+                .as_ref()
+                .and_then(|s| s.after_payload.summary()),
             gaps: gaps.report(self.requested_fps.map(|f| 1e9 * lane_count / f)),
         }
     }
@@ -867,7 +1007,9 @@ impl Sender {
 
     /// Counts the frames still due before the deadline when sending stops (paced runs).
     fn count_unsent_due(&mut self) {
-        let (Some(deadline), Some(_)) = (self.deadline_ns, self.requested_fps) else { return };
+        let (Some(deadline), Some(_)) = (self.deadline_ns, self.requested_fps) else {
+            return;
+        };
         let limit = self.config.count.unwrap_or(u64::MAX);
         while self.next_due_ns < deadline && self.sequence_count() + self.unsent_due < limit {
             self.unsent_due += 1;
@@ -880,12 +1022,21 @@ impl Sender {
 /// interface's hardware stamps where ethtool says it has them, else the kernel's software stamps,
 /// in UDP and raw modes at a paced rate; otherwise (xdp mode, GSO, unpaced: stamping every frame
 /// would cost what the run measures) none, the gaps then come from the send calls' times.
-fn open_tx_stamping(config: &SenderConfig, output: &Output, paced: bool, gso: bool) -> io::Result<(Option<TxStamping>, Timestamps)> {
+fn open_tx_stamping(
+    config: &SenderConfig,
+    output: &Output,
+    paced: bool,
+    gso: bool,
+) -> io::Result<(Option<TxStamping>, Timestamps)> {
     let interface = match (config.mode, output) {
-        (Mode::Udp, Output::Socket(fd)) => sys::local_address(fd).ok().and_then(sys::interface_with_address),
+        (Mode::Udp, Output::Socket(fd)) => sys::local_address(fd)
+            .ok()
+            .and_then(sys::interface_with_address),
         _ => config.interface.clone(),
     };
-    let capability = interface.as_deref().and_then(|name| Capability::of_interface(name).ok());
+    let capability = interface
+        .as_deref()
+        .and_then(|name| Capability::of_interface(name).ok());
     let realtime = "CLOCK_REALTIME".to_string();
     let mut timestamps = Timestamps {
         tx: Source::Payload,
@@ -894,9 +1045,15 @@ fn open_tx_stamping(config: &SenderConfig, output: &Output, paced: bool, gso: bo
         gaps: Source::Payload,
         gaps_clock: realtime,
         interface: interface.clone(),
-        hardware: timestamping::hardware_statement(interface.as_deref(), capability.as_ref(), false),
+        hardware: timestamping::hardware_statement(
+            interface.as_deref(),
+            capability.as_ref(),
+            false,
+        ),
     };
-    let Output::Socket(fd) = output else { return Ok((None, timestamps)) };
+    let Output::Socket(fd) = output else {
+        return Ok((None, timestamps));
+    };
     if !paced || gso {
         return Ok((None, timestamps));
     }
@@ -917,10 +1074,17 @@ fn open_tx_stamping(config: &SenderConfig, output: &Output, paced: bool, gso: bo
     }
     timestamping::enable_on_socket(fd, source, false)?;
     if source == Source::Hardware {
-        timestamps.hardware = timestamping::hardware_statement(interface.as_deref(), capability.as_ref(), true);
+        timestamps.hardware =
+            timestamping::hardware_statement(interface.as_deref(), capability.as_ref(), true);
     }
     let clock = capability.map_or("CLOCK_REALTIME".into(), |c| c.clock_of(source));
-    timestamps = Timestamps { tx: source, clock: clock.clone(), gaps: source, gaps_clock: clock, ..timestamps };
+    timestamps = Timestamps {
+        tx: source,
+        clock: clock.clone(),
+        gaps: source,
+        gaps_clock: clock,
+        ..timestamps
+    };
     let stamping = TxStamping {
         source,
         _hardware: hardware,
@@ -948,10 +1112,13 @@ impl Drop for Sender {
 fn allowed_cpus() -> Vec<usize> {
     // SAFETY: an all-zero cpu_set_t is the empty set; sched_getaffinity fills at most its size.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    if unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) } != 0 {
+    if unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) } != 0
+    {
         return Vec::new();
     }
-    (0..libc::CPU_SETSIZE as usize).filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) }).collect()
+    (0..libc::CPU_SETSIZE as usize)
+        .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
+        .collect()
 }
 
 /// Pins the calling thread to `cpu`; returns the affinity it had.
@@ -1032,7 +1199,11 @@ mod tests {
         m.learn(120_000);
         assert_eq!(m.0, 180_000, "1.5x a wake-up 120 us late");
         m.learn(5_000_000);
-        assert_eq!(m.0, WakeMargin::MAX_NS, "a preempted sleep widens it to the cap only");
+        assert_eq!(
+            m.0,
+            WakeMargin::MAX_NS,
+            "a preempted sleep widens it to the cap only"
+        );
         m.learn(0);
         assert_eq!(m.0, WakeMargin::MAX_NS - WakeMargin::MAX_NS / 64);
         for _ in 0..1000 {
@@ -1048,7 +1219,8 @@ mod tests {
                 "rate":{"frames_per_sec":1000},"pattern":{"kind":"constant"}}"#,
         )
         .unwrap();
-        let overrides: serde_json::Map<String, serde_json::Value> = serde_json::from_str(overrides).unwrap();
+        let overrides: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(overrides).unwrap();
         for (key, value) in overrides {
             if value.is_null() {
                 config.as_object_mut().unwrap().remove(&key);
@@ -1056,7 +1228,10 @@ mod tests {
                 config[key] = value;
             }
         }
-        Sender::from_json(&config.to_string()).err().expect("configuration should be refused").to_string()
+        Sender::from_json(&config.to_string())
+            .err()
+            .expect("configuration should be refused")
+            .to_string()
     }
 
     #[test]
@@ -1069,7 +1244,9 @@ mod tests {
         assert!(error(r#"{"frame_size":"huge"}"#).contains("frame size \"huge\" is not valid"));
         assert!(error(r#"{"mode":"raw"}"#).contains("raw mode needs an interface"));
         assert!(error(r#"{"mode":"xdp"}"#).contains("xdp mode needs an interface"));
-        assert!(error(r#"{"rate":{"l1_bits_per_sec":-5.0}}"#).contains("rate -5 L1 bit/s is not valid"));
+        assert!(
+            error(r#"{"rate":{"l1_bits_per_sec":-5.0}}"#).contains("rate -5 L1 bit/s is not valid")
+        );
         assert!(error(r#"{"pattern":{"kind":"bursts","frames":0}}"#).contains("burst of 0 frames"));
     }
 }

@@ -63,14 +63,25 @@ fn with_context(err: io::Error, what: &str) -> io::Error {
 ///
 /// # Errors
 /// When the kernel refuses the option.
-pub fn set_socket_option<T>(fd: &OwnedFd, level: libc::c_int, name: libc::c_int, value: T) -> io::Result<()> {
+pub fn set_socket_option<T>(
+    fd: &OwnedFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: T,
+) -> io::Result<()> {
     set_option(fd.as_raw_fd(), level, name, value)
 }
 
 fn set_option<T>(fd: RawFd, level: libc::c_int, name: libc::c_int, value: T) -> io::Result<()> {
     // SAFETY: `value` lives for the call and its size is passed alongside.
     check(unsafe {
-        libc::setsockopt(fd, level, name, &value as *const T as *const libc::c_void, size_of::<T>() as u32)
+        libc::setsockopt(
+            fd,
+            level,
+            name,
+            &value as *const T as *const libc::c_void,
+            size_of::<T>() as u32,
+        )
     })
     .map(drop)
 }
@@ -98,14 +109,22 @@ pub fn udp_socket(local: (Ipv4Addr, u16), remote: Option<(Ipv4Addr, u16)>) -> io
     let sa = sockaddr_in(local.0, local.1);
     // SAFETY: `sa` is a valid sockaddr_in of the length given.
     check(unsafe {
-        libc::bind(fd.as_raw_fd(), &sa as *const _ as *const libc::sockaddr, size_of::<libc::sockaddr_in>() as u32)
+        libc::bind(
+            fd.as_raw_fd(),
+            &sa as *const _ as *const libc::sockaddr,
+            size_of::<libc::sockaddr_in>() as u32,
+        )
     })
     .map_err(|e| with_context(e, &format!("cannot bind UDP {}:{}", local.0, local.1)))?;
     if let Some((addr, port)) = remote {
         let sa = sockaddr_in(addr, port);
         // SAFETY: as above.
         check(unsafe {
-            libc::connect(fd.as_raw_fd(), &sa as *const _ as *const libc::sockaddr, size_of::<libc::sockaddr_in>() as u32)
+            libc::connect(
+                fd.as_raw_fd(),
+                &sa as *const _ as *const libc::sockaddr,
+                size_of::<libc::sockaddr_in>() as u32,
+            )
         })
         .map_err(|e| with_context(e, &format!("cannot connect UDP to {addr}:{port}")))?;
     }
@@ -117,18 +136,27 @@ pub fn udp_socket(local: (Ipv4Addr, u16), remote: Option<(Ipv4Addr, u16)>) -> io
 /// # Errors
 /// When there is no such interface.
 pub fn interface_index(name: &str) -> io::Result<i32> {
-    let cname = CString::new(name).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "interface name has a NUL byte"))?;
+    let cname = CString::new(name).map_err(|_| {
+        io::Error::new(io::ErrorKind::InvalidInput, "interface name has a NUL byte")
+    })?;
     // SAFETY: `cname` is a valid C string.
     let index = unsafe { libc::if_nametoindex(cname.as_ptr()) };
     if index == 0 {
-        return Err(io::Error::new(io::ErrorKind::NotFound, format!("interface {name:?} does not exist in this network namespace")));
+        return Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("interface {name:?} does not exist in this network namespace"),
+        ));
     }
     Ok(index as i32)
 }
 
 fn interface_request(fd: RawFd, name: &str, request: libc::c_ulong) -> io::Result<libc::ifreq> {
     let mut req: libc::ifreq = unsafe { zeroed() };
-    for (dst, src) in req.ifr_name.iter_mut().zip(name.bytes().take(libc::IFNAMSIZ - 1)) {
+    for (dst, src) in req
+        .ifr_name
+        .iter_mut()
+        .zip(name.bytes().take(libc::IFNAMSIZ - 1))
+    {
         *dst = src as libc::c_char;
     }
     // SAFETY: `req` is a valid ifreq for the SIOCGIF* requests used here.
@@ -141,10 +169,18 @@ fn interface_request(fd: RawFd, name: &str, request: libc::c_ulong) -> io::Resul
 ///
 /// # Errors
 /// The OS error of the request.
-pub fn interface_ioctl(name: &str, request: libc::c_ulong, data: *mut libc::c_void) -> io::Result<()> {
+pub fn interface_ioctl(
+    name: &str,
+    request: libc::c_ulong,
+    data: *mut libc::c_void,
+) -> io::Result<()> {
     let fd = socket(libc::AF_INET, libc::SOCK_DGRAM, 0)?;
     let mut req: libc::ifreq = unsafe { zeroed() };
-    for (dst, src) in req.ifr_name.iter_mut().zip(name.bytes().take(libc::IFNAMSIZ - 1)) {
+    for (dst, src) in req
+        .ifr_name
+        .iter_mut()
+        .zip(name.bytes().take(libc::IFNAMSIZ - 1))
+    {
         *dst = src as libc::c_char;
     }
     req.ifr_ifru.ifru_data = data.cast();
@@ -174,9 +210,16 @@ pub fn interface_queues(name: &str, tx: bool) -> io::Result<u32> {
         }
     }
     let prefix = if tx { "tx-" } else { "rx-" };
-    let entries = std::fs::read_dir(format!("/sys/class/net/{name}/queues"))
-        .map_err(|e| io::Error::new(e.kind(), format!("cannot read the queues of interface {name}: {e}")))?;
-    let count = entries.filter_map(Result::ok).filter(|e| e.file_name().to_string_lossy().starts_with(prefix)).count();
+    let entries = std::fs::read_dir(format!("/sys/class/net/{name}/queues")).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!("cannot read the queues of interface {name}: {e}"),
+        )
+    })?;
+    let count = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().starts_with(prefix))
+        .count();
     Ok(count.max(1) as u32)
 }
 
@@ -192,12 +235,17 @@ pub fn interface_with_address(address: Ipv4Addr) -> Option<String> {
     while !entry.is_null() {
         // SAFETY: `entry` is a node of the list getifaddrs returned.
         let item = unsafe { &*entry };
-        if !item.ifa_addr.is_null() && unsafe { (*item.ifa_addr).sa_family } == libc::AF_INET as u16 {
+        if !item.ifa_addr.is_null() && unsafe { (*item.ifa_addr).sa_family } == libc::AF_INET as u16
+        {
             // SAFETY: an AF_INET address is a sockaddr_in.
             let sin = unsafe { &*(item.ifa_addr as *const libc::sockaddr_in) };
             if Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)) == address {
                 // SAFETY: ifa_name is a C string.
-                found = Some(unsafe { std::ffi::CStr::from_ptr(item.ifa_name) }.to_string_lossy().into_owned());
+                found = Some(
+                    unsafe { std::ffi::CStr::from_ptr(item.ifa_name) }
+                        .to_string_lossy()
+                        .into_owned(),
+                );
                 break;
             }
         }
@@ -217,7 +265,13 @@ pub fn local_address(fd: &OwnedFd) -> io::Result<Ipv4Addr> {
     let mut sa: libc::sockaddr_in = unsafe { zeroed() };
     let mut len = size_of::<libc::sockaddr_in>() as libc::socklen_t;
     // SAFETY: getsockname writes at most `len` bytes into `sa`.
-    check(unsafe { libc::getsockname(fd.as_raw_fd(), (&mut sa as *mut libc::sockaddr_in).cast(), &mut len) })?;
+    check(unsafe {
+        libc::getsockname(
+            fd.as_raw_fd(),
+            (&mut sa as *mut libc::sockaddr_in).cast(),
+            &mut len,
+        )
+    })?;
     Ok(Ipv4Addr::from(u32::from_be(sa.sin_addr.s_addr)))
 }
 
@@ -238,7 +292,8 @@ pub fn interface_addresses(name: &str) -> io::Result<([u8; 6], Ipv4Addr)> {
     let ip = interface_request(fd.as_raw_fd(), name, libc::SIOCGIFADDR)
         .map_err(|e| with_context(e, &format!("interface {name:?} has no IPv4 address")))?;
     // SAFETY: SIOCGIFADDR filled ifru_addr with a sockaddr_in.
-    let sin: libc::sockaddr_in = unsafe { std::ptr::read(&ip.ifr_ifru.ifru_addr as *const _ as *const libc::sockaddr_in) };
+    let sin: libc::sockaddr_in =
+        unsafe { std::ptr::read(&ip.ifr_ifru.ifru_addr as *const _ as *const libc::sockaddr_in) };
     Ok((mac, Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr))))
 }
 
@@ -258,7 +313,11 @@ pub fn packet_socket(index: i32, ethertype: u16) -> io::Result<OwnedFd> {
     sll.sll_ifindex = index;
     // SAFETY: `sll` is a valid sockaddr_ll of the length given.
     check(unsafe {
-        libc::bind(fd.as_raw_fd(), &sll as *const _ as *const libc::sockaddr, size_of::<libc::sockaddr_ll>() as u32)
+        libc::bind(
+            fd.as_raw_fd(),
+            &sll as *const _ as *const libc::sockaddr,
+            size_of::<libc::sockaddr_ll>() as u32,
+        )
     })
     .map_err(|e| with_context(e, "cannot bind the AF_PACKET socket"))?;
     Ok(fd)
@@ -273,8 +332,13 @@ const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
 /// # Errors
 /// When the kernel refuses the option (before Linux 4.20).
 pub fn ignore_outgoing(fd: &OwnedFd) -> io::Result<()> {
-    set_option(fd.as_raw_fd(), libc::SOL_PACKET, PACKET_IGNORE_OUTGOING, 1i32)
-        .map_err(|e| with_context(e, "PACKET_IGNORE_OUTGOING"))
+    set_option(
+        fd.as_raw_fd(),
+        libc::SOL_PACKET,
+        PACKET_IGNORE_OUTGOING,
+        1i32,
+    )
+    .map_err(|e| with_context(e, "PACKET_IGNORE_OUTGOING"))
 }
 
 /// Makes reads and writes on `fd` return at once instead of waiting.
@@ -324,7 +388,10 @@ pub fn enable_auxdata(fd: &OwnedFd) -> io::Result<()> {
 /// Asks for large socket buffers (forcing past the sysctl limits where permitted).
 pub fn set_buffers(fd: &OwnedFd, bytes: i32) {
     let fd = fd.as_raw_fd();
-    for (force, plain) in [(libc::SO_SNDBUFFORCE, libc::SO_SNDBUF), (libc::SO_RCVBUFFORCE, libc::SO_RCVBUF)] {
+    for (force, plain) in [
+        (libc::SO_SNDBUFFORCE, libc::SO_SNDBUF),
+        (libc::SO_RCVBUFFORCE, libc::SO_RCVBUF),
+    ] {
         if set_option(fd, libc::SOL_SOCKET, force, bytes).is_err() {
             let _ = set_option(fd, libc::SOL_SOCKET, plain, bytes);
         }
@@ -337,7 +404,12 @@ pub fn set_buffers(fd: &OwnedFd, bytes: i32) {
 /// # Errors
 /// When the kernel lacks UDP GSO (before Linux 4.18).
 pub fn enable_udp_gso(fd: &OwnedFd, segment: usize) -> io::Result<()> {
-    set_option(fd.as_raw_fd(), libc::SOL_UDP, UDP_SEGMENT, segment as libc::c_int)
+    set_option(
+        fd.as_raw_fd(),
+        libc::SOL_UDP,
+        UDP_SEGMENT,
+        segment as libc::c_int,
+    )
 }
 
 /// Turns on UDP generic receive offload: the kernel may hand over several same-sized
@@ -356,7 +428,14 @@ pub fn enable_udp_gro(fd: &OwnedFd) -> io::Result<()> {
 /// The OS error of the call.
 pub fn send_bytes(fd: &OwnedFd, buffer: &[u8]) -> io::Result<usize> {
     // SAFETY: `buffer` is valid for reads of its length.
-    let sent = unsafe { libc::send(fd.as_raw_fd(), buffer.as_ptr() as *const libc::c_void, buffer.len(), 0) };
+    let sent = unsafe {
+        libc::send(
+            fd.as_raw_fd(),
+            buffer.as_ptr() as *const libc::c_void,
+            buffer.len(),
+            0,
+        )
+    };
     if sent < 0 {
         Err(io::Error::last_os_error())
     } else {
@@ -380,7 +459,10 @@ pub fn enable_receive_timestamps(fd: &OwnedFd) -> io::Result<()> {
 pub fn prepare_receive(fd: &OwnedFd, timeout: Duration) -> io::Result<()> {
     let raw = fd.as_raw_fd();
     set_option(raw, libc::SOL_SOCKET, libc::SO_RXQ_OVFL, 1i32)?;
-    let tv = libc::timeval { tv_sec: timeout.as_secs() as _, tv_usec: timeout.subsec_micros() as _ };
+    let tv = libc::timeval {
+        tv_sec: timeout.as_secs() as _,
+        tv_usec: timeout.subsec_micros() as _,
+    };
     set_option(raw, libc::SOL_SOCKET, libc::SO_RCVTIMEO, tv)
 }
 
@@ -396,7 +478,13 @@ pub fn socket_drops(fd: &OwnedFd) -> io::Result<u32> {
     let mut len = size_of_val(&info) as libc::socklen_t;
     // SAFETY: the kernel writes at most `len` bytes into `info` and stores the length it wrote.
     check(unsafe {
-        libc::getsockopt(fd.as_raw_fd(), libc::SOL_SOCKET, SO_MEMINFO, info.as_mut_ptr().cast(), &mut len)
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            SO_MEMINFO,
+            info.as_mut_ptr().cast(),
+            &mut len,
+        )
     })?;
     Ok(info[libc::SK_MEMINFO_DROPS as usize])
 }
@@ -413,7 +501,10 @@ pub fn send_batch(fd: &OwnedFd, buffers: &mut [u8], len: usize, count: usize) ->
     let base = buffers.as_mut_ptr();
     for i in 0..count {
         // SAFETY: i * len + len <= buffers.len() (asserted above).
-        iov[i] = libc::iovec { iov_base: unsafe { base.add(i * len) } as *mut libc::c_void, iov_len: len };
+        iov[i] = libc::iovec {
+            iov_base: unsafe { base.add(i * len) } as *mut libc::c_void,
+            iov_len: len,
+        };
         msgs[i].msg_hdr.msg_iov = &mut iov[i];
         msgs[i].msg_hdr.msg_iovlen = 1;
     }
@@ -448,7 +539,11 @@ fn vlan_of(aux: &libc::tpacket_auxdata) -> Option<(u16, u16)> {
     if aux.tp_status & libc::TP_STATUS_VLAN_VALID == 0 {
         return None;
     }
-    let tpid = if aux.tp_status & libc::TP_STATUS_VLAN_TPID_VALID != 0 { aux.tp_vlan_tpid } else { ETH_P_8021Q };
+    let tpid = if aux.tp_status & libc::TP_STATUS_VLAN_TPID_VALID != 0 {
+        aux.tp_vlan_tpid
+    } else {
+        ETH_P_8021Q
+    };
     Some((tpid, aux.tp_vlan_tci))
 }
 
@@ -483,15 +578,25 @@ impl RecvBatch {
         let control = self.control.as_mut_ptr();
         for i in 0..MAX_BATCH {
             // SAFETY: offsets stay within `data` and `control` (sized for MAX_BATCH messages).
-            iov[i] = libc::iovec { iov_base: unsafe { data.add(i * self.capacity) } as *mut libc::c_void, iov_len: self.capacity };
+            iov[i] = libc::iovec {
+                iov_base: unsafe { data.add(i * self.capacity) } as *mut libc::c_void,
+                iov_len: self.capacity,
+            };
             msgs[i].msg_hdr.msg_iov = &mut iov[i];
             msgs[i].msg_hdr.msg_iovlen = 1;
-            msgs[i].msg_hdr.msg_control = unsafe { control.add(i * CMSG_SPACE) } as *mut libc::c_void;
+            msgs[i].msg_hdr.msg_control =
+                unsafe { control.add(i * CMSG_SPACE) } as *mut libc::c_void;
             msgs[i].msg_hdr.msg_controllen = CMSG_SPACE;
         }
         // SAFETY: every header points at live buffers of the lengths given.
         let n = unsafe {
-            libc::recvmmsg(fd.as_raw_fd(), msgs.as_mut_ptr(), MAX_BATCH as u32, libc::MSG_WAITFORONE, std::ptr::null_mut())
+            libc::recvmmsg(
+                fd.as_raw_fd(),
+                msgs.as_mut_ptr(),
+                MAX_BATCH as u32,
+                libc::MSG_WAITFORONE,
+                std::ptr::null_mut(),
+            )
         };
         if n < 0 {
             let err = io::Error::last_os_error();
@@ -502,28 +607,45 @@ impl RecvBatch {
         }
         self.received.clear();
         for msg in msgs.iter_mut().take(n as usize) {
-            let mut item =
-                Received { len: msg.msg_len as usize, time_ns: None, hw_time_ns: None, drops: None, segment: None, vlan: None };
+            let mut item = Received {
+                len: msg.msg_len as usize,
+                time_ns: None,
+                hw_time_ns: None,
+                drops: None,
+                segment: None,
+                vlan: None,
+            };
             // SAFETY: the kernel filled msg_control with valid cmsgs up to msg_controllen.
             unsafe {
                 let mut cmsg = libc::CMSG_FIRSTHDR(&msg.msg_hdr);
                 while !cmsg.is_null() {
                     let (level, kind) = ((*cmsg).cmsg_level, (*cmsg).cmsg_type);
                     if level == libc::SOL_SOCKET && kind == libc::SCM_TIMESTAMPNS {
-                        let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg) as *const libc::timespec);
+                        let ts: libc::timespec = std::ptr::read_unaligned(
+                            libc::CMSG_DATA(cmsg) as *const libc::timespec
+                        );
                         item.time_ns = Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
                     } else if level == libc::SOL_SOCKET && kind == libc::SO_TIMESTAMPING {
-                        let ts: [libc::timespec; 3] = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg) as *const [libc::timespec; 3]);
-                        let ns = |t: libc::timespec| (t.tv_sec != 0 || t.tv_nsec != 0).then(|| t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64);
+                        let ts: [libc::timespec; 3] = std::ptr::read_unaligned(
+                            libc::CMSG_DATA(cmsg) as *const [libc::timespec; 3],
+                        );
+                        let ns = |t: libc::timespec| {
+                            (t.tv_sec != 0 || t.tv_nsec != 0)
+                                .then(|| t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64)
+                        };
                         item.time_ns = ns(ts[0]);
                         item.hw_time_ns = ns(ts[2]);
                     } else if level == libc::SOL_SOCKET && kind == libc::SO_RXQ_OVFL {
-                        item.drops = Some(std::ptr::read_unaligned(libc::CMSG_DATA(cmsg) as *const u32));
+                        item.drops =
+                            Some(std::ptr::read_unaligned(libc::CMSG_DATA(cmsg) as *const u32));
                     } else if level == libc::SOL_UDP && kind == UDP_GRO {
-                        let size = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg) as *const libc::c_int);
+                        let size =
+                            std::ptr::read_unaligned(libc::CMSG_DATA(cmsg) as *const libc::c_int);
                         item.segment = usize::try_from(size).ok().filter(|&s| s > 0);
                     } else if level == libc::SOL_PACKET && kind == libc::PACKET_AUXDATA {
-                        let aux = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg) as *const libc::tpacket_auxdata);
+                        let aux = std::ptr::read_unaligned(
+                            libc::CMSG_DATA(cmsg) as *const libc::tpacket_auxdata
+                        );
                         item.vlan = vlan_of(&aux);
                     }
                     cmsg = libc::CMSG_NXTHDR(&msg.msg_hdr, cmsg);
@@ -565,19 +687,44 @@ mod tests {
     #[test]
     fn socket_drops_counts_datagrams_a_full_receive_buffer_refused_with_none_read() {
         let receiver = udp_socket((Ipv4Addr::LOCALHOST, 0), None).unwrap();
-        set_option(receiver.as_raw_fd(), libc::SOL_SOCKET, libc::SO_RCVBUF, 4096i32).unwrap();
+        set_option(
+            receiver.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            4096i32,
+        )
+        .unwrap();
         // SAFETY: an all-zero sockaddr_in is valid; getsockname writes at most `len` bytes.
         let mut sa: libc::sockaddr_in = unsafe { zeroed() };
         let mut len = size_of::<libc::sockaddr_in>() as libc::socklen_t;
-        check(unsafe { libc::getsockname(receiver.as_raw_fd(), (&mut sa as *mut libc::sockaddr_in).cast(), &mut len) })
-            .unwrap();
-        let sender = udp_socket((Ipv4Addr::LOCALHOST, 0), Some((Ipv4Addr::LOCALHOST, u16::from_be(sa.sin_port)))).unwrap();
+        check(unsafe {
+            libc::getsockname(
+                receiver.as_raw_fd(),
+                (&mut sa as *mut libc::sockaddr_in).cast(),
+                &mut len,
+            )
+        })
+        .unwrap();
+        let sender = udp_socket(
+            (Ipv4Addr::LOCALHOST, 0),
+            Some((Ipv4Addr::LOCALHOST, u16::from_be(sa.sin_port))),
+        )
+        .unwrap();
         assert_eq!(socket_drops(&receiver).unwrap(), 0);
         let mut buffers = vec![0u8; 64 * 200];
         let mut sent = 0;
         while sent < 200 {
-            sent += send_batch(&sender, &mut buffers[sent * 64..], 64, (200 - sent).min(MAX_BATCH)).unwrap();
+            sent += send_batch(
+                &sender,
+                &mut buffers[sent * 64..],
+                64,
+                (200 - sent).min(MAX_BATCH),
+            )
+            .unwrap();
         }
-        assert!(socket_drops(&receiver).unwrap() > 100, "a 4 KiB buffer holds only a few of 200 datagrams");
+        assert!(
+            socket_drops(&receiver).unwrap() > 100,
+            "a 4 KiB buffer holds only a few of 200 datagrams"
+        );
     }
 }

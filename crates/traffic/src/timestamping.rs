@@ -78,10 +78,27 @@ impl Capability {
     /// # Errors
     /// When the interface does not exist or the kernel refuses the request.
     pub fn of_interface(name: &str) -> io::Result<Capability> {
-        let mut info = EthtoolTsInfo { cmd: ETHTOOL_GET_TS_INFO, ..EthtoolTsInfo::default() };
-        sys::interface_ioctl(name, sys::SIOCETHTOOL, (&mut info as *mut EthtoolTsInfo).cast())
-            .map_err(|e| io::Error::new(e.kind(), format!("cannot read the timestamping capability of {name:?} (ethtool -T): {e}")))?;
-        Ok(Capability { so_timestamping: info.so_timestamping, phc_index: info.phc_index, tx_types: info.tx_types, rx_filters: info.rx_filters })
+        let mut info = EthtoolTsInfo {
+            cmd: ETHTOOL_GET_TS_INFO,
+            ..EthtoolTsInfo::default()
+        };
+        sys::interface_ioctl(
+            name,
+            sys::SIOCETHTOOL,
+            (&mut info as *mut EthtoolTsInfo).cast(),
+        )
+        .map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("cannot read the timestamping capability of {name:?} (ethtool -T): {e}"),
+            )
+        })?;
+        Ok(Capability {
+            so_timestamping: info.so_timestamping,
+            phc_index: info.phc_index,
+            tx_types: info.tx_types,
+            rx_filters: info.rx_filters,
+        })
     }
 
     fn has(&self, bits: u32) -> bool {
@@ -91,13 +108,17 @@ impl Capability {
     /// The NIC stamps frames it sends: hardware TX and raw hardware stamps, a PHC, and the
     /// `HWTSTAMP_TX_ON` mode.
     pub fn hardware_tx(&self) -> bool {
-        self.has(HARDWARE_TX) && self.phc_index >= 0 && self.tx_types & (1 << libc::HWTSTAMP_TX_ON) != 0
+        self.has(HARDWARE_TX)
+            && self.phc_index >= 0
+            && self.tx_types & (1 << libc::HWTSTAMP_TX_ON) != 0
     }
 
     /// The NIC stamps every frame it receives: hardware RX and raw hardware stamps, a PHC, and
     /// the `HWTSTAMP_FILTER_ALL` filter.
     pub fn hardware_rx(&self) -> bool {
-        self.has(HARDWARE_RX) && self.phc_index >= 0 && self.rx_filters & (1 << libc::HWTSTAMP_FILTER_ALL) != 0
+        self.has(HARDWARE_RX)
+            && self.phc_index >= 0
+            && self.rx_filters & (1 << libc::HWTSTAMP_FILTER_ALL) != 0
     }
 
     /// The stamps a sender's socket takes of each frame on this interface.
@@ -139,9 +160,24 @@ impl Capability {
             (libc::SOF_TIMESTAMPING_SOFTWARE, "software-system-clock"),
             (libc::SOF_TIMESTAMPING_RAW_HARDWARE, "hardware-raw-clock"),
         ];
-        let offered: Vec<&str> = names.iter().filter(|(bit, _)| self.so_timestamping & bit != 0).map(|(_, n)| *n).collect();
-        let phc = if self.phc_index >= 0 { self.phc_index.to_string() } else { "none".into() };
-        format!("{}; PTP Hardware Clock: {phc}", if offered.is_empty() { "none".into() } else { offered.join(", ") })
+        let offered: Vec<&str> = names
+            .iter()
+            .filter(|(bit, _)| self.so_timestamping & bit != 0)
+            .map(|(_, n)| *n)
+            .collect();
+        let phc = if self.phc_index >= 0 {
+            self.phc_index.to_string()
+        } else {
+            "none".into()
+        };
+        format!(
+            "{}; PTP Hardware Clock: {phc}",
+            if offered.is_empty() {
+                "none".into()
+            } else {
+                offered.join(", ")
+            }
+        )
     }
 }
 
@@ -166,7 +202,14 @@ impl Capability {
     /// What a sender and a receiver on this interface use.
     pub fn decision(&self) -> Decision {
         let (tx, rx) = (self.tx_source(), self.rx_source());
-        Decision { capability: *self, tx, tx_clock: self.clock_of(tx), rx, rx_clock: self.clock_of(rx), offers: self.describe() }
+        Decision {
+            capability: *self,
+            tx,
+            tx_clock: self.clock_of(tx),
+            rx,
+            rx_clock: self.clock_of(rx),
+            offers: self.describe(),
+        }
     }
 
     /// A capability from a JSON object of its four fields.
@@ -174,7 +217,12 @@ impl Capability {
     /// # Errors
     /// `InvalidInput` naming what is wrong.
     pub fn from_json(text: &str) -> io::Result<Capability> {
-        serde_json::from_str(text).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("bad timestamping capability: {e}")))
+        serde_json::from_str(text).map_err(|e| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("bad timestamping capability: {e}"),
+            )
+        })
     }
 }
 
@@ -207,15 +255,31 @@ pub struct Timestamps {
 }
 
 /// `hardware` of a report: what was found and what it means for the stamps used.
-pub fn hardware_statement(interface: Option<&str>, capability: Option<&Capability>, used: bool) -> String {
+pub fn hardware_statement(
+    interface: Option<&str>,
+    capability: Option<&Capability>,
+    used: bool,
+) -> String {
     match (interface, capability) {
-        (Some(name), Some(cap)) if used => format!("{name} has hardware timestamps ({}): used", cap.describe()),
-        (Some(name), Some(cap)) if cap.hardware_tx() || cap.hardware_rx() => {
-            format!("{name} has hardware timestamps ({}), not used for these figures", cap.describe())
+        (Some(name), Some(cap)) if used => {
+            format!("{name} has hardware timestamps ({}): used", cap.describe())
         }
-        (Some(name), Some(cap)) => format!("{name} has no hardware timestamps ({}): software stamps", cap.describe()),
-        (Some(name), None) => format!("the timestamping capability of {name} could not be read: software stamps"),
-        (None, _) => "no interface known (UDP socket not bound to one address): software stamps".into(),
+        (Some(name), Some(cap)) if cap.hardware_tx() || cap.hardware_rx() => {
+            format!(
+                "{name} has hardware timestamps ({}), not used for these figures",
+                cap.describe()
+            )
+        }
+        (Some(name), Some(cap)) => format!(
+            "{name} has no hardware timestamps ({}): software stamps",
+            cap.describe()
+        ),
+        (Some(name), None) => {
+            format!("the timestamping capability of {name} could not be read: software stamps")
+        }
+        (None, _) => {
+            "no interface known (UDP socket not bound to one address): software stamps".into()
+        }
     }
 }
 
@@ -234,23 +298,52 @@ impl HardwareStamping {
     /// When the driver refuses (no permission, or the mode is not supported after all).
     pub fn enable(interface: &str, tx: bool) -> io::Result<HardwareStamping> {
         let mut previous: libc::hwtstamp_config = unsafe { zeroed() };
-        sys::interface_ioctl(interface, libc::SIOCGHWTSTAMP, (&mut previous as *mut libc::hwtstamp_config).cast())
-            .map_err(|e| io::Error::new(e.kind(), format!("cannot read the hardware timestamping of {interface:?} (SIOCGHWTSTAMP): {e}")))?;
+        sys::interface_ioctl(
+            interface,
+            libc::SIOCGHWTSTAMP,
+            (&mut previous as *mut libc::hwtstamp_config).cast(),
+        )
+        .map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "cannot read the hardware timestamping of {interface:?} (SIOCGHWTSTAMP): {e}"
+                ),
+            )
+        })?;
         let mut config = previous;
         if tx {
             config.tx_type = libc::HWTSTAMP_TX_ON as libc::c_int;
         } else {
             config.rx_filter = libc::HWTSTAMP_FILTER_ALL as libc::c_int;
         }
-        sys::interface_ioctl(interface, libc::SIOCSHWTSTAMP, (&mut config as *mut libc::hwtstamp_config).cast())
-            .map_err(|e| io::Error::new(e.kind(), format!("cannot switch on hardware timestamps on {interface:?} (SIOCSHWTSTAMP): {e}")))?;
-        Ok(HardwareStamping { interface: interface.into(), previous })
+        sys::interface_ioctl(
+            interface,
+            libc::SIOCSHWTSTAMP,
+            (&mut config as *mut libc::hwtstamp_config).cast(),
+        )
+        .map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "cannot switch on hardware timestamps on {interface:?} (SIOCSHWTSTAMP): {e}"
+                ),
+            )
+        })?;
+        Ok(HardwareStamping {
+            interface: interface.into(),
+            previous,
+        })
     }
 }
 
 impl Drop for HardwareStamping {
     fn drop(&mut self) {
-        let _ = sys::interface_ioctl(&self.interface, libc::SIOCSHWTSTAMP, (&mut self.previous as *mut libc::hwtstamp_config).cast());
+        let _ = sys::interface_ioctl(
+            &self.interface,
+            libc::SIOCSHWTSTAMP,
+            (&mut self.previous as *mut libc::hwtstamp_config).cast(),
+        );
     }
 }
 
@@ -264,11 +357,20 @@ pub fn enable_on_socket(fd: &OwnedFd, source: Source, rx: bool) -> io::Result<()
     let flags = match (rx, source) {
         (true, Source::Hardware) => SOFTWARE_RX | HARDWARE_RX,
         (true, _) => SOFTWARE_RX,
-        (false, Source::Hardware) => HARDWARE_TX | libc::SOF_TIMESTAMPING_OPT_ID | libc::SOF_TIMESTAMPING_OPT_TSONLY,
-        (false, _) => SOFTWARE_TX | libc::SOF_TIMESTAMPING_OPT_ID | libc::SOF_TIMESTAMPING_OPT_TSONLY,
+        (false, Source::Hardware) => {
+            HARDWARE_TX | libc::SOF_TIMESTAMPING_OPT_ID | libc::SOF_TIMESTAMPING_OPT_TSONLY
+        }
+        (false, _) => {
+            SOFTWARE_TX | libc::SOF_TIMESTAMPING_OPT_ID | libc::SOF_TIMESTAMPING_OPT_TSONLY
+        }
     };
-    sys::set_socket_option(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPING, flags as libc::c_int)
-        .map_err(|e| io::Error::new(e.kind(), format!("SO_TIMESTAMPING: {e}")))
+    sys::set_socket_option(
+        fd,
+        libc::SOL_SOCKET,
+        libc::SO_TIMESTAMPING,
+        flags as libc::c_int,
+    )
+    .map_err(|e| io::Error::new(e.kind(), format!("SO_TIMESTAMPING: {e}")))
 }
 
 /// One send stamp from the error queue.
@@ -295,7 +397,13 @@ pub fn read_tx_stamps(fd: &OwnedFd, source: Source, out: &mut Vec<TxStamp>) -> i
     }
     // SAFETY: every header points at live control buffers of the lengths given; no data iovec.
     let n = unsafe {
-        libc::recvmmsg(fd.as_raw_fd(), msgs.as_mut_ptr(), sys::MAX_BATCH as u32, libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT, std::ptr::null_mut())
+        libc::recvmmsg(
+            fd.as_raw_fd(),
+            msgs.as_mut_ptr(),
+            sys::MAX_BATCH as u32,
+            libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT,
+            std::ptr::null_mut(),
+        )
     };
     if n < 0 {
         let err = io::Error::last_os_error();
@@ -313,12 +421,22 @@ pub fn read_tx_stamps(fd: &OwnedFd, source: Source, out: &mut Vec<TxStamp>) -> i
             while !cmsg.is_null() {
                 let (level, kind) = ((*cmsg).cmsg_level, (*cmsg).cmsg_type);
                 if level == libc::SOL_SOCKET && kind == libc::SO_TIMESTAMPING {
-                    let ts: [libc::timespec; 3] = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg) as *const [libc::timespec; 3]);
+                    let ts: [libc::timespec; 3] = std::ptr::read_unaligned(
+                        libc::CMSG_DATA(cmsg) as *const [libc::timespec; 3]
+                    );
                     let t = ts[slot];
-                    time_ns = (t.tv_sec != 0 || t.tv_nsec != 0).then(|| t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64);
-                } else if (level == libc::SOL_IP && kind == libc::IP_RECVERR) || (level == libc::SOL_PACKET && kind == PACKET_TX_TIMESTAMP) {
-                    let err: libc::sock_extended_err = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg) as *const libc::sock_extended_err);
-                    if err.ee_origin == libc::SO_EE_ORIGIN_TIMESTAMPING && err.ee_info == SCM_TSTAMP_SND {
+                    time_ns = (t.tv_sec != 0 || t.tv_nsec != 0)
+                        .then(|| t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64);
+                } else if (level == libc::SOL_IP && kind == libc::IP_RECVERR)
+                    || (level == libc::SOL_PACKET && kind == PACKET_TX_TIMESTAMP)
+                {
+                    let err: libc::sock_extended_err = std::ptr::read_unaligned(libc::CMSG_DATA(
+                        cmsg,
+                    )
+                        as *const libc::sock_extended_err);
+                    if err.ee_origin == libc::SO_EE_ORIGIN_TIMESTAMPING
+                        && err.ee_info == SCM_TSTAMP_SND
+                    {
                         id = Some(err.ee_data);
                     }
                 }
@@ -337,7 +455,9 @@ mod tests {
     use super::*;
 
     const VETH: Capability = Capability {
-        so_timestamping: libc::SOF_TIMESTAMPING_TX_SOFTWARE | libc::SOF_TIMESTAMPING_RX_SOFTWARE | libc::SOF_TIMESTAMPING_SOFTWARE,
+        so_timestamping: libc::SOF_TIMESTAMPING_TX_SOFTWARE
+            | libc::SOF_TIMESTAMPING_RX_SOFTWARE
+            | libc::SOF_TIMESTAMPING_SOFTWARE,
         phc_index: -1,
         tx_types: 0,
         rx_filters: 0,
@@ -352,25 +472,56 @@ mod tests {
 
     #[test]
     fn hardware_only_with_the_bits_a_clock_and_the_modes() {
-        assert_eq!((VETH.tx_source(), VETH.rx_source()), (Source::Software, Source::Software));
-        assert_eq!((NIC.tx_source(), NIC.rx_source()), (Source::Hardware, Source::Hardware));
+        assert_eq!(
+            (VETH.tx_source(), VETH.rx_source()),
+            (Source::Software, Source::Software)
+        );
+        assert_eq!(
+            (NIC.tx_source(), NIC.rx_source()),
+            (Source::Hardware, Source::Hardware)
+        );
         assert_eq!(NIC.clock_of(Source::Hardware), "PHC 2");
         assert_eq!(NIC.clock_of(Source::Software), "CLOCK_REALTIME");
-        let no_clock = Capability { phc_index: -1, ..NIC };
-        assert_eq!((no_clock.tx_source(), no_clock.rx_source()), (Source::Software, Source::Software));
-        let ptp_only = Capability { rx_filters: 1 << libc::HWTSTAMP_FILTER_PTP_V2_EVENT, tx_types: 1, ..NIC };
-        assert_eq!((ptp_only.tx_source(), ptp_only.rx_source()), (Source::Software, Source::Software));
-        let no_raw = Capability { so_timestamping: NIC.so_timestamping & !libc::SOF_TIMESTAMPING_RAW_HARDWARE, ..NIC };
+        let no_clock = Capability {
+            phc_index: -1,
+            ..NIC
+        };
+        assert_eq!(
+            (no_clock.tx_source(), no_clock.rx_source()),
+            (Source::Software, Source::Software)
+        );
+        let ptp_only = Capability {
+            rx_filters: 1 << libc::HWTSTAMP_FILTER_PTP_V2_EVENT,
+            tx_types: 1,
+            ..NIC
+        };
+        assert_eq!(
+            (ptp_only.tx_source(), ptp_only.rx_source()),
+            (Source::Software, Source::Software)
+        );
+        let no_raw = Capability {
+            so_timestamping: NIC.so_timestamping & !libc::SOF_TIMESTAMPING_RAW_HARDWARE,
+            ..NIC
+        };
         assert!(!no_raw.hardware_tx() && !no_raw.hardware_rx());
-        let nothing = Capability { so_timestamping: 0, phc_index: -1, tx_types: 0, rx_filters: 0 };
+        let nothing = Capability {
+            so_timestamping: 0,
+            phc_index: -1,
+            tx_types: 0,
+            rx_filters: 0,
+        };
         assert_eq!(nothing.tx_source(), Source::Payload);
     }
 
     #[test]
     fn statements_say_what_was_found() {
-        assert!(VETH.describe().contains("software-transmit, software-receive, software-system-clock; PTP Hardware Clock: none"));
-        assert!(hardware_statement(Some("veth0"), Some(&VETH), false).contains("veth0 has no hardware timestamps"));
-        assert!(hardware_statement(Some("eth0"), Some(&NIC), true).ends_with("PTP Hardware Clock: 2): used"));
+        assert!(VETH.describe().contains(
+            "software-transmit, software-receive, software-system-clock; PTP Hardware Clock: none"
+        ));
+        assert!(hardware_statement(Some("veth0"), Some(&VETH), false)
+            .contains("veth0 has no hardware timestamps"));
+        assert!(hardware_statement(Some("eth0"), Some(&NIC), true)
+            .ends_with("PTP Hardware Clock: 2): used"));
         assert!(hardware_statement(Some("eth0"), Some(&NIC), false).contains("not used"));
     }
 }

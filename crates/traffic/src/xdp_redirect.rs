@@ -48,7 +48,12 @@ struct Insn {
 }
 
 const fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {
-    Insn { code, regs: dst | (src << 4), off, imm }
+    Insn {
+        code,
+        regs: dst | (src << 4),
+        off,
+        imm,
+    }
 }
 
 const MOV64_REG: u8 = 0xbf;
@@ -73,28 +78,28 @@ fn program(port: u16, map_fd: i32) -> [Insn; 22] {
     const PASS: i16 = 20;
     let to_pass = |at: i16| PASS - (at + 1);
     [
-        insn(MOV64_REG, 6, 1, 0, 0),                    // 0: r6 = ctx
-        insn(LDX_W, 2, 1, 0, 0),                        // 1: r2 = data
-        insn(LDX_W, 3, 1, 4, 0),                        // 2: r3 = data_end
-        insn(MOV64_REG, 4, 2, 0, 0),                    // 3: r4 = data
-        insn(ADD64_IMM, 4, 0, 0, 38),                   // 4: r4 += Ethernet + IPv4 + UDP up to the port
-        insn(JGT_REG, 4, 3, to_pass(5), 0),             // 5: too short: pass
-        insn(LDX_H, 4, 2, 12, 0),                       // 6: EtherType
-        insn(JNE_IMM, 4, 0, to_pass(7), be16(0x0800)),  // 7: not IPv4: pass
-        insn(LDX_B, 4, 2, 14, 0),                       // 8: version and header length
-        insn(JNE_IMM, 4, 0, to_pass(9), 0x45),          // 9: options: pass
-        insn(LDX_B, 4, 2, 23, 0),                       // 10: protocol
-        insn(JNE_IMM, 4, 0, to_pass(11), 17),           // 11: not UDP: pass
-        insn(LDX_H, 4, 2, 36, 0),                       // 12: UDP destination port
-        insn(JNE_IMM, 4, 0, to_pass(13), be16(port)),   // 13: another port: pass
-        insn(LDX_W, 2, 6, 16, 0),                       // 14: r2 = rx_queue_index
-        insn(LD_IMM64, 1, PSEUDO_MAP_FD, 0, map_fd),    // 15: r1 = the XSKMAP
-        insn(0, 0, 0, 0, 0),                            // 16: (second half of the 64-bit load)
-        insn(MOV64_IMM, 3, 0, 0, XDP_PASS),             // 17: no socket on this queue: pass
-        insn(CALL, 0, 0, 0, BPF_FUNC_REDIRECT_MAP),     // 18: r0 = bpf_redirect_map(r1, r2, r3)
-        insn(EXIT, 0, 0, 0, 0),                         // 19
-        insn(MOV64_IMM, 0, 0, 0, XDP_PASS),             // 20 (PASS): r0 = XDP_PASS
-        insn(EXIT, 0, 0, 0, 0),                         // 21
+        insn(MOV64_REG, 6, 1, 0, 0),                   // 0: r6 = ctx
+        insn(LDX_W, 2, 1, 0, 0),                       // 1: r2 = data
+        insn(LDX_W, 3, 1, 4, 0),                       // 2: r3 = data_end
+        insn(MOV64_REG, 4, 2, 0, 0),                   // 3: r4 = data
+        insn(ADD64_IMM, 4, 0, 0, 38), // 4: r4 += Ethernet + IPv4 + UDP up to the port
+        insn(JGT_REG, 4, 3, to_pass(5), 0), // 5: too short: pass
+        insn(LDX_H, 4, 2, 12, 0),     // 6: EtherType
+        insn(JNE_IMM, 4, 0, to_pass(7), be16(0x0800)), // 7: not IPv4: pass
+        insn(LDX_B, 4, 2, 14, 0),     // 8: version and header length
+        insn(JNE_IMM, 4, 0, to_pass(9), 0x45), // 9: options: pass
+        insn(LDX_B, 4, 2, 23, 0),     // 10: protocol
+        insn(JNE_IMM, 4, 0, to_pass(11), 17), // 11: not UDP: pass
+        insn(LDX_H, 4, 2, 36, 0),     // 12: UDP destination port
+        insn(JNE_IMM, 4, 0, to_pass(13), be16(port)), // 13: another port: pass
+        insn(LDX_W, 2, 6, 16, 0),     // 14: r2 = rx_queue_index
+        insn(LD_IMM64, 1, PSEUDO_MAP_FD, 0, map_fd), // 15: r1 = the XSKMAP
+        insn(0, 0, 0, 0, 0),          // 16: (second half of the 64-bit load)
+        insn(MOV64_IMM, 3, 0, 0, XDP_PASS), // 17: no socket on this queue: pass
+        insn(CALL, 0, 0, 0, BPF_FUNC_REDIRECT_MAP), // 18: r0 = bpf_redirect_map(r1, r2, r3)
+        insn(EXIT, 0, 0, 0, 0),       // 19
+        insn(MOV64_IMM, 0, 0, 0, XDP_PASS), // 20 (PASS): r0 = XDP_PASS
+        insn(EXIT, 0, 0, 0, 0),       // 21
     ]
 }
 
@@ -118,14 +123,16 @@ impl Attr {
 
     /// An object name (at most 15 bytes, NUL-padded), as `bpftool` shows it.
     fn name(mut self, offset: usize, name: &str) -> Attr {
-        self.0[offset..offset + name.len().min(15)].copy_from_slice(&name.as_bytes()[..name.len().min(15)]);
+        self.0[offset..offset + name.len().min(15)]
+            .copy_from_slice(&name.as_bytes()[..name.len().min(15)]);
         self
     }
 
     fn call(&self, command: libc::c_long) -> io::Result<libc::c_long> {
         // SAFETY: bpf(2) reads (and for some commands writes) at most the size given; every
         // pointer stored in the attribute outlives the call.
-        let r = unsafe { libc::syscall(libc::SYS_bpf, command, self.0.as_ptr(), self.0.len() as u32) };
+        let r =
+            unsafe { libc::syscall(libc::SYS_bpf, command, self.0.as_ptr(), self.0.len() as u32) };
         if r < 0 {
             Err(io::Error::last_os_error())
         } else {
@@ -135,7 +142,8 @@ impl Attr {
 
     fn fd(&self, command: libc::c_long) -> io::Result<OwnedFd> {
         // SAFETY: these commands return a new descriptor nothing else owns.
-        self.call(command).map(|fd| unsafe { OwnedFd::from_raw_fd(fd as i32) })
+        self.call(command)
+            .map(|fd| unsafe { OwnedFd::from_raw_fd(fd as i32) })
     }
 }
 
@@ -171,10 +179,23 @@ impl Redirect {
             .u32(68, BPF_XDP)
             .fd(BPF_PROG_LOAD)
             .map_err(|e| {
-                let text = String::from_utf8_lossy(&log[..log.iter().position(|&b| b == 0).unwrap_or(0)]).into_owned();
-                io::Error::new(e.kind(), format!("the kernel refused the XDP redirect program: {e}; verifier: {}", text.trim()))
+                let text =
+                    String::from_utf8_lossy(&log[..log.iter().position(|&b| b == 0).unwrap_or(0)])
+                        .into_owned();
+                io::Error::new(
+                    e.kind(),
+                    format!(
+                        "the kernel refused the XDP redirect program: {e}; verifier: {}",
+                        text.trim()
+                    ),
+                )
             })?;
-        Ok(Redirect { map, prog, link: None, attach: None })
+        Ok(Redirect {
+            map,
+            prog,
+            link: None,
+            attach: None,
+        })
     }
 
     /// Puts the AF_XDP socket `xsk` (bound to `queue`) into the map.
@@ -190,7 +211,12 @@ impl Redirect {
             .u64(16, &value as *const u32 as u64)
             .call(BPF_MAP_UPDATE_ELEM)
             .map(drop)
-            .map_err(|e| io::Error::new(e.kind(), format!("cannot put the AF_XDP socket into the XSKMAP: {e}")))
+            .map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!("cannot put the AF_XDP socket into the XSKMAP: {e}"),
+                )
+            })
     }
 
     /// Attaches the program to interface `ifindex` (`name` for messages): native XDP where
@@ -200,7 +226,10 @@ impl Redirect {
     /// When neither attaches; an interface with an XDP program already is named as such.
     pub fn attach(&mut self, ifindex: u32, name: &str) -> io::Result<AttachMode> {
         let mut last = None;
-        for (mode, flags) in [(AttachMode::Native, XDP_FLAGS_DRV_MODE), (AttachMode::Generic, XDP_FLAGS_SKB_MODE)] {
+        for (mode, flags) in [
+            (AttachMode::Native, XDP_FLAGS_DRV_MODE),
+            (AttachMode::Generic, XDP_FLAGS_SKB_MODE),
+        ] {
             match Attr::new().u32(0, self.prog.as_raw_fd() as u32).u32(4, ifindex).u32(8, BPF_XDP).u32(12, flags).fd(BPF_LINK_CREATE) {
                 Ok(link) => {
                     self.link = Some(link);
@@ -217,7 +246,10 @@ impl Redirect {
             }
         }
         let e = last.expect("two attempts were made");
-        Err(io::Error::new(e.kind(), format!("cannot attach an XDP program to {name} (native or generic): {e}")))
+        Err(io::Error::new(
+            e.kind(),
+            format!("cannot attach an XDP program to {name} (native or generic): {e}"),
+        ))
     }
 
     /// How the program was attached, once it is.
@@ -235,13 +267,26 @@ mod tests {
         let prog = program(5555, 7);
         for (at, insn) in prog.iter().enumerate() {
             if matches!(insn.code, JGT_REG | JNE_IMM) {
-                assert_eq!(at as i16 + 1 + insn.off, 20, "instruction {at} jumps to PASS");
+                assert_eq!(
+                    at as i16 + 1 + insn.off,
+                    20,
+                    "instruction {at} jumps to PASS"
+                );
             }
         }
-        assert_eq!((prog[20].code, prog[20].imm, prog[21].code), (MOV64_IMM, XDP_PASS, EXIT));
+        assert_eq!(
+            (prog[20].code, prog[20].imm, prog[21].code),
+            (MOV64_IMM, XDP_PASS, EXIT)
+        );
         // 0x0800 on the wire is the bytes 08 00, read by a little-endian 16-bit load as 0x0008
         assert_eq!(prog[7].imm, 0x0008);
-        assert_eq!(prog[13].imm, i32::from(u16::from_le_bytes(5555u16.to_be_bytes())));
-        assert_eq!((prog[15].code, prog[15].regs, prog[15].imm), (LD_IMM64, 1 | (PSEUDO_MAP_FD << 4), 7));
+        assert_eq!(
+            prog[13].imm,
+            i32::from(u16::from_le_bytes(5555u16.to_be_bytes()))
+        );
+        assert_eq!(
+            (prog[15].code, prog[15].regs, prog[15].imm),
+            (LD_IMM64, 1 | (PSEUDO_MAP_FD << 4), 7)
+        );
     }
 }

@@ -53,14 +53,29 @@ impl Mapping {
     fn new(fd: Option<&OwnedFd>, len: usize, offset: u64) -> io::Result<Mapping> {
         let (flags, raw) = match fd {
             Some(fd) => (libc::MAP_SHARED | libc::MAP_POPULATE, fd.as_raw_fd()),
-            None => (libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE, -1),
+            None => (
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
+                -1,
+            ),
         };
         // SAFETY: a fresh mapping; the kernel checks the descriptor and offset.
-        let ptr = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, flags, raw, offset as libc::off_t) };
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                flags,
+                raw,
+                offset as libc::off_t,
+            )
+        };
         if ptr == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
         }
-        Ok(Mapping { ptr: ptr.cast(), len })
+        Ok(Mapping {
+            ptr: ptr.cast(),
+            len,
+        })
     }
 }
 
@@ -82,8 +97,17 @@ struct Ring {
 }
 
 impl Ring {
-    fn map(fd: &OwnedFd, offsets: &libc::xdp_ring_offset, desc_size: usize, pgoff: u64) -> io::Result<Ring> {
-        let map = Mapping::new(Some(fd), offsets.desc as usize + RING_SIZE as usize * desc_size, pgoff)?;
+    fn map(
+        fd: &OwnedFd,
+        offsets: &libc::xdp_ring_offset,
+        desc_size: usize,
+        pgoff: u64,
+    ) -> io::Result<Ring> {
+        let map = Mapping::new(
+            Some(fd),
+            offsets.desc as usize + RING_SIZE as usize * desc_size,
+            pgoff,
+        )?;
         // SAFETY: the kernel's offsets lie within the mapping it sized.
         let at = |off: u64| unsafe { map.ptr.add(off as usize) };
         Ok(Ring {
@@ -109,17 +133,25 @@ impl Ring {
     /// Entry `index` (modulo the ring) as a `T`.
     fn slot<T>(&self, index: u32) -> *mut T {
         // SAFETY: the masked index is within the ring's `RING_SIZE` entries of size_of::<T>().
-        unsafe { self.descs.add((index & self.mask) as usize * size_of::<T>()) as *mut T }
+        unsafe {
+            self.descs
+                .add((index & self.mask) as usize * size_of::<T>()) as *mut T
+        }
     }
 
     /// Free entries for a producer.
     fn room(&self) -> u32 {
-        RING_SIZE - self.local.wrapping_sub(self.consumer().load(Ordering::Acquire))
+        RING_SIZE
+            - self
+                .local
+                .wrapping_sub(self.consumer().load(Ordering::Acquire))
     }
 
     /// Entries waiting for a consumer.
     fn ready(&self) -> u32 {
-        self.producer().load(Ordering::Acquire).wrapping_sub(self.local)
+        self.producer()
+            .load(Ordering::Acquire)
+            .wrapping_sub(self.local)
     }
 }
 
@@ -148,7 +180,9 @@ impl XskSocket {
     }
 
     fn open_as(ifindex: u32, queue: u32, rx: bool, bind_mode: BindMode) -> io::Result<XskSocket> {
-        let step = |what: &'static str| move |e: io::Error| io::Error::new(e.kind(), format!("AF_XDP: {what}: {e}"));
+        let step = |what: &'static str| {
+            move |e: io::Error| io::Error::new(e.kind(), format!("AF_XDP: {what}: {e}"))
+        };
         // SAFETY: plain socket(2).
         let raw = unsafe { libc::socket(libc::AF_XDP, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
         if raw < 0 {
@@ -163,22 +197,68 @@ impl XskSocket {
         // SAFETY: `raw` is a new descriptor nothing else owns.
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
         let umem = Mapping::new(None, CHUNK * CHUNKS, 0).map_err(step("cannot map the UMEM"))?;
-        let reg = libc::xdp_umem_reg { addr: umem.ptr as u64, len: umem.len as u64, chunk_size: CHUNK as u32, headroom: 0, flags: 0, tx_metadata_len: 0 };
+        let reg = libc::xdp_umem_reg {
+            addr: umem.ptr as u64,
+            len: umem.len as u64,
+            chunk_size: CHUNK as u32,
+            headroom: 0,
+            flags: 0,
+            tx_metadata_len: 0,
+        };
         set(&fd, libc::XDP_UMEM_REG, &reg).map_err(step("cannot register the UMEM"))?;
         set(&fd, libc::XDP_UMEM_FILL_RING, &RING_SIZE).map_err(step("fill ring"))?;
         set(&fd, libc::XDP_UMEM_COMPLETION_RING, &RING_SIZE).map_err(step("completion ring"))?;
-        set(&fd, if rx { libc::XDP_RX_RING } else { libc::XDP_TX_RING }, &RING_SIZE).map_err(step("RX/TX ring"))?;
+        set(
+            &fd,
+            if rx {
+                libc::XDP_RX_RING
+            } else {
+                libc::XDP_TX_RING
+            },
+            &RING_SIZE,
+        )
+        .map_err(step("RX/TX ring"))?;
         // SAFETY: all-zero offsets are valid; getsockopt writes at most `len` bytes.
         let mut off: libc::xdp_mmap_offsets = unsafe { zeroed() };
         let mut len = size_of::<libc::xdp_mmap_offsets>() as libc::socklen_t;
-        check(unsafe { libc::getsockopt(fd.as_raw_fd(), libc::SOL_XDP, libc::XDP_MMAP_OFFSETS, (&mut off as *mut libc::xdp_mmap_offsets).cast(), &mut len) })
-            .map_err(step("ring offsets"))?;
-        let fill = Ring::map(&fd, &off.fr, size_of::<u64>(), libc::XDP_UMEM_PGOFF_FILL_RING).map_err(step("cannot map the fill ring"))?;
-        let completion = Ring::map(&fd, &off.cr, size_of::<u64>(), libc::XDP_UMEM_PGOFF_COMPLETION_RING).map_err(step("cannot map the completion ring"))?;
+        check(unsafe {
+            libc::getsockopt(
+                fd.as_raw_fd(),
+                libc::SOL_XDP,
+                libc::XDP_MMAP_OFFSETS,
+                (&mut off as *mut libc::xdp_mmap_offsets).cast(),
+                &mut len,
+            )
+        })
+        .map_err(step("ring offsets"))?;
+        let fill = Ring::map(
+            &fd,
+            &off.fr,
+            size_of::<u64>(),
+            libc::XDP_UMEM_PGOFF_FILL_RING,
+        )
+        .map_err(step("cannot map the fill ring"))?;
+        let completion = Ring::map(
+            &fd,
+            &off.cr,
+            size_of::<u64>(),
+            libc::XDP_UMEM_PGOFF_COMPLETION_RING,
+        )
+        .map_err(step("cannot map the completion ring"))?;
         let ring = if rx {
-            Ring::map(&fd, &off.rx, size_of::<libc::xdp_desc>(), libc::XDP_PGOFF_RX_RING as u64)
+            Ring::map(
+                &fd,
+                &off.rx,
+                size_of::<libc::xdp_desc>(),
+                libc::XDP_PGOFF_RX_RING as u64,
+            )
         } else {
-            Ring::map(&fd, &off.tx, size_of::<libc::xdp_desc>(), libc::XDP_PGOFF_TX_RING as u32 as u64)
+            Ring::map(
+                &fd,
+                &off.tx,
+                size_of::<libc::xdp_desc>(),
+                libc::XDP_PGOFF_TX_RING as u32 as u64,
+            )
         }
         .map_err(step("cannot map the RX/TX ring"))?;
         let sxdp = libc::sockaddr_xdp {
@@ -192,15 +272,36 @@ impl XskSocket {
             sxdp_shared_umem_fd: 0,
         };
         // SAFETY: `sxdp` is a valid sockaddr_xdp of the length given.
-        check(unsafe { libc::bind(fd.as_raw_fd(), (&sxdp as *const libc::sockaddr_xdp).cast(), size_of::<libc::sockaddr_xdp>() as u32) })
-            .map_err(step(if bind_mode == BindMode::Copy { "cannot bind to the interface's queue" } else { "zero-copy bind" }))?;
-        let mut socket = XskSocket { fill, completion, ring, umem, free: (0..CHUNKS as u64).rev().map(|c| c * CHUNK as u64).collect(), bind_mode, fd };
+        check(unsafe {
+            libc::bind(
+                fd.as_raw_fd(),
+                (&sxdp as *const libc::sockaddr_xdp).cast(),
+                size_of::<libc::sockaddr_xdp>() as u32,
+            )
+        })
+        .map_err(step(if bind_mode == BindMode::Copy {
+            "cannot bind to the interface's queue"
+        } else {
+            "zero-copy bind"
+        }))?;
+        let mut socket = XskSocket {
+            fill,
+            completion,
+            ring,
+            umem,
+            free: (0..CHUNKS as u64).rev().map(|c| c * CHUNK as u64).collect(),
+            bind_mode,
+            fd,
+        };
         if rx {
             for _ in 0..RING_SIZE {
                 let addr = socket.free.pop().expect("more chunks than fill entries");
                 socket.post_fill(addr);
             }
-            socket.fill.producer().store(socket.fill.local, Ordering::Release);
+            socket
+                .fill
+                .producer()
+                .store(socket.fill.local, Ordering::Release);
         }
         Ok(socket)
     }
@@ -226,11 +327,17 @@ impl XskSocket {
         let ready = self.completion.ready();
         for i in 0..ready {
             // SAFETY: an entry the kernel produced.
-            let addr = unsafe { *self.completion.slot::<u64>(self.completion.local.wrapping_add(i)) };
+            let addr = unsafe {
+                *self
+                    .completion
+                    .slot::<u64>(self.completion.local.wrapping_add(i))
+            };
             self.free.push(addr);
         }
         self.completion.local = self.completion.local.wrapping_add(ready);
-        self.completion.consumer().store(self.completion.local, Ordering::Release);
+        self.completion
+            .consumer()
+            .store(self.completion.local, Ordering::Release);
     }
 
     /// Sends up to `count` frames of `len` bytes each, frame `i` being `frames[i * len..][..len]`,
@@ -253,19 +360,39 @@ impl XskSocket {
             // SAFETY: `addr` is a free chunk of the UMEM, CHUNK >= len bytes long; the TX entry
             // is ours to write (room counted above).
             unsafe {
-                std::ptr::copy_nonoverlapping(frame.as_ptr(), self.umem.ptr.add(addr as usize), len);
-                *self.ring.slot::<libc::xdp_desc>(self.ring.local) = libc::xdp_desc { addr, len: len as u32, options: 0 };
+                std::ptr::copy_nonoverlapping(
+                    frame.as_ptr(),
+                    self.umem.ptr.add(addr as usize),
+                    len,
+                );
+                *self.ring.slot::<libc::xdp_desc>(self.ring.local) = libc::xdp_desc {
+                    addr,
+                    len: len as u32,
+                    options: 0,
+                };
             }
             self.ring.local = self.ring.local.wrapping_add(1);
         }
-        self.ring.producer().store(self.ring.local, Ordering::Release);
+        self.ring
+            .producer()
+            .store(self.ring.local, Ordering::Release);
         while self.ring.consumer().load(Ordering::Acquire) != self.ring.local {
             // SAFETY: a zero-length sendto only wakes the kernel's transmit path.
-            let r = unsafe { libc::sendto(self.fd.as_raw_fd(), std::ptr::null(), 0, libc::MSG_DONTWAIT, std::ptr::null(), 0) };
+            let r = unsafe {
+                libc::sendto(
+                    self.fd.as_raw_fd(),
+                    std::ptr::null(),
+                    0,
+                    libc::MSG_DONTWAIT,
+                    std::ptr::null(),
+                    0,
+                )
+            };
             if r < 0 {
                 let err = io::Error::last_os_error();
                 match err.raw_os_error() {
-                    Some(libc::EAGAIN) | Some(libc::EBUSY) | Some(libc::ENOBUFS) | Some(libc::EINTR) => std::thread::yield_now(),
+                    Some(libc::EAGAIN) | Some(libc::EBUSY) | Some(libc::ENOBUFS)
+                    | Some(libc::EINTR) => std::thread::yield_now(),
                     _ => return Err(err),
                 }
             }
@@ -279,15 +406,28 @@ impl XskSocket {
         let ready = self.ring.ready();
         for i in 0..ready {
             // SAFETY: an entry the kernel produced, pointing at `len` bytes inside the UMEM.
-            let desc = unsafe { *self.ring.slot::<libc::xdp_desc>(self.ring.local.wrapping_add(i)) };
-            let frame = unsafe { std::slice::from_raw_parts(self.umem.ptr.add(desc.addr as usize), (desc.len as usize).min(MAX_FRAME_BYTES)) };
+            let desc = unsafe {
+                *self
+                    .ring
+                    .slot::<libc::xdp_desc>(self.ring.local.wrapping_add(i))
+            };
+            let frame = unsafe {
+                std::slice::from_raw_parts(
+                    self.umem.ptr.add(desc.addr as usize),
+                    (desc.len as usize).min(MAX_FRAME_BYTES),
+                )
+            };
             each(frame);
             // The chunk goes back whole (from its start, the kernel's headroom included).
             self.post_fill(desc.addr & !(CHUNK as u64 - 1));
         }
         self.ring.local = self.ring.local.wrapping_add(ready);
-        self.ring.consumer().store(self.ring.local, Ordering::Release);
-        self.fill.producer().store(self.fill.local, Ordering::Release);
+        self.ring
+            .consumer()
+            .store(self.ring.local, Ordering::Release);
+        self.fill
+            .producer()
+            .store(self.fill.local, Ordering::Release);
         ready as usize
     }
 
@@ -300,7 +440,15 @@ impl XskSocket {
         // SAFETY: all-zero statistics are valid; getsockopt writes at most `len` bytes.
         let mut stats: libc::xdp_statistics = unsafe { zeroed() };
         let mut len = size_of::<libc::xdp_statistics>() as libc::socklen_t;
-        check(unsafe { libc::getsockopt(self.fd.as_raw_fd(), libc::SOL_XDP, libc::XDP_STATISTICS, (&mut stats as *mut libc::xdp_statistics).cast(), &mut len) })?;
+        check(unsafe {
+            libc::getsockopt(
+                self.fd.as_raw_fd(),
+                libc::SOL_XDP,
+                libc::XDP_STATISTICS,
+                (&mut stats as *mut libc::xdp_statistics).cast(),
+                &mut len,
+            )
+        })?;
         Ok(stats.rx_dropped + stats.rx_ring_full)
     }
 }
@@ -314,7 +462,14 @@ pub fn wait_any(sockets: &[XskSocket], timeout_ms: i32) -> io::Result<()> {
     if sockets.iter().any(|s| s.ring.ready() > 0) {
         return Ok(());
     }
-    let mut fds: Vec<libc::pollfd> = sockets.iter().map(|s| libc::pollfd { fd: s.fd.as_raw_fd(), events: libc::POLLIN, revents: 0 }).collect();
+    let mut fds: Vec<libc::pollfd> = sockets
+        .iter()
+        .map(|s| libc::pollfd {
+            fd: s.fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
     // SAFETY: `fds` holds `fds.len()` valid pollfds.
     if unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) } < 0 {
         let err = io::Error::last_os_error();
@@ -333,7 +488,15 @@ unsafe impl Sync for XskSocket {}
 
 fn set<T>(fd: &OwnedFd, option: libc::c_int, value: &T) -> io::Result<()> {
     // SAFETY: `value` is valid for reads of size_of::<T>() bytes.
-    check(unsafe { libc::setsockopt(fd.as_raw_fd(), libc::SOL_XDP, option, (value as *const T).cast(), size_of::<T>() as libc::socklen_t) })
+    check(unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_XDP,
+            option,
+            (value as *const T).cast(),
+            size_of::<T>() as libc::socklen_t,
+        )
+    })
 }
 
 fn check(ret: libc::c_int) -> io::Result<()> {
