@@ -13,6 +13,10 @@
 //! Every error names what was being done (object, program, map, port) and carries libbpf's own
 //! messages, which libbpf prints through a callback this crate collects ([`with_log`]): for a
 //! program the verifier refuses, the end of the verifier's log.
+
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 pub mod attach;
 pub mod object;
 pub mod pinned;

@@ -333,8 +333,8 @@ impl RunTimeStats {
         if fd < 0 {
             return Err(Error::errno("enabling BPF run-time statistics", -fd));
         }
-        // SAFETY: a new descriptor that nothing else owns.
         Ok(RunTimeStats {
+            // SAFETY: a new descriptor that nothing else owns.
             _fd: unsafe { OwnedFd::from_raw_fd(fd) },
         })
     }

@@ -6,6 +6,8 @@
 //! frame belongs to) and `decode` (the number a frame carries, encoding errors counted);
 //! `generation` / `recovery` / `latent` (the FRER functions and counters) work on numbers only.
 
+#![forbid(unsafe_code)]
+
 pub mod decode;
 pub mod generation;
 pub mod identify;

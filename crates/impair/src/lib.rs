@@ -9,6 +9,9 @@
 //!   reconfiguration and counters over a control socket;
 //! - [`tag`]: writing a VLAN tag that lived in skb metadata back into the frame's bytes.
 
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 pub mod delay;
 pub mod line;
 pub mod tag;

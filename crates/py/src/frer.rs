@@ -388,6 +388,7 @@ impl PyStreamIdentifier {
     }
 
     /// IP stream identification (type 4).
+    // One argument per Python keyword: the identity's fields, as 802.1CB names them.
     #[allow(clippy::too_many_arguments)]
     fn add_ip(
         &mut self,
@@ -417,6 +418,7 @@ impl PyStreamIdentifier {
     }
 
     /// Mask-and-match stream identification (type 5).
+    // One argument per Python keyword: the identity's fields, as 802.1CB names them.
     #[allow(clippy::too_many_arguments)]
     fn add_mask_and_match(
         &mut self,

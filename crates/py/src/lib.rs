@@ -1,5 +1,8 @@
 //! The extension module `frerlab._native`: thin PyO3 bindings over the Rust crates. Each area
 //! registers its own classes and functions from its own file.
+
+#![forbid(unsafe_code)]
+
 use pyo3::prelude::*;
 
 mod bpf;

@@ -7,6 +7,8 @@
 //! functions of the `frer` crate) -> `report`. `run_json` is the whole thing as one call, the
 //! form the Python bindings use.
 
+#![forbid(unsafe_code)]
+
 pub mod bcn;
 pub mod engine;
 pub mod fecn;

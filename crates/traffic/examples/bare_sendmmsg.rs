@@ -5,6 +5,8 @@
 //! Usage: `bare_sendmmsg DEST_IP PORT SECONDS [BATCH [FRAME_BYTES]]`; prints
 //! `{"frames_sent": N, "elapsed_s": S, "cpu_s": C}` (C: the process's user + system time).
 
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 use frerlab_traffic::sys;
 use std::net::Ipv4Addr;
 
@@ -47,8 +49,9 @@ fn main() {
         }
     }
     let elapsed = (sys::monotonic_ns() - start) as f64 / 1e9;
-    // SAFETY: getrusage writes into the zeroed struct it is given.
+    // SAFETY: an all-zero rusage is valid (plain integers).
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage writes one rusage into the struct it is given.
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
     let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     let cpu = seconds(usage.ru_utime) + seconds(usage.ru_stime);

@@ -13,6 +13,9 @@
 //! - [`xsk`], [`xdp_redirect`]: AF_XDP sockets and the receiver's XDP program (xdp mode);
 //! - [`sender`], [`receiver`]: the generator and the receiver.
 
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 pub mod accounting;
 pub mod frame;
 pub mod gaps;

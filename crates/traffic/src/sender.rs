@@ -284,7 +284,7 @@ pub struct Sender {
     /// The CPU this lane's thread is pinned to (multi-queue).
     cpu: Option<usize>,
     /// Lane 0: the caller's affinity, to put back when the run ends.
-    affinity: Option<libc::cpu_set_t>,
+    affinity: Option<sys::CpuAffinity>,
     /// Lane 0: lanes 1..N, before the start, running, and finished.
     waiting: Vec<Sender>,
     running: Vec<JoinHandle<io::Result<Sender>>>,
@@ -645,8 +645,8 @@ impl Sender {
     /// Lane 0: puts back the caller's CPU affinity.
     fn unpin(&mut self) {
         if let Some(set) = self.affinity.take() {
-            // SAFETY: a set sched_getaffinity filled, for the calling thread.
-            unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+            // Best effort: the run is over either way.
+            let _ = set.apply();
         }
     }
 
@@ -1108,32 +1108,17 @@ impl Drop for Sender {
     }
 }
 
-/// The CPUs this process may run on, in order.
+/// The CPUs this process may run on, in order (none if the kernel does not say).
 fn allowed_cpus() -> Vec<usize> {
-    // SAFETY: an all-zero cpu_set_t is the empty set; sched_getaffinity fills at most its size.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    if unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) } != 0
-    {
-        return Vec::new();
-    }
-    (0..libc::CPU_SETSIZE as usize)
-        .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
-        .collect()
+    sys::CpuAffinity::current()
+        .map(|set| set.cpus())
+        .unwrap_or_default()
 }
 
 /// Pins the calling thread to `cpu`; returns the affinity it had.
-fn pin_to(cpu: usize) -> io::Result<libc::cpu_set_t> {
-    // SAFETY: as in `allowed_cpus`; CPU_SET stays within the set for cpu < CPU_SETSIZE.
-    let mut before: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    let size = std::mem::size_of::<libc::cpu_set_t>();
-    if unsafe { libc::sched_getaffinity(0, size, &mut before) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let mut only: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    unsafe { libc::CPU_SET(cpu, &mut only) };
-    if unsafe { libc::sched_setaffinity(0, size, &only) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
+fn pin_to(cpu: usize) -> io::Result<sys::CpuAffinity> {
+    let before = sys::CpuAffinity::current()?;
+    sys::CpuAffinity::only(cpu)?.apply()?;
     Ok(before)
 }
 

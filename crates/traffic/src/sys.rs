@@ -1,5 +1,5 @@
 //! Thin safe wrappers over the Linux calls the generator, the receiver and the impairment
-//! element's delay line use: clocks, UDP and AF_PACKET sockets, socket options, interface
+//! element's delay line use: clocks, CPU affinity, UDP and AF_PACKET sockets, socket options, interface
 //! requests, and batched `sendmmsg` / `recvmmsg` with receive timestamps (`SO_TIMESTAMPNS`, or
 //! `SO_TIMESTAMPING` with software and hardware stamps), the socket's drop
 //! counter (`SO_RXQ_OVFL`), UDP GRO sizes and, on AF_PACKET, the VLAN tag the kernel kept in
@@ -30,7 +30,10 @@ const CMSG_SPACE: usize = 160;
 const ETH_P_8021Q: u16 = 0x8100;
 
 fn clock_ns(clock: libc::clockid_t) -> u64 {
-    let mut ts: libc::timespec = unsafe { zeroed() };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: `ts` is a valid timespec to write into; the clock ids used always exist.
     unsafe { libc::clock_gettime(clock, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
@@ -45,6 +48,60 @@ pub fn realtime_ns() -> u64 {
 /// CLOCK_MONOTONIC in ns, used for pacing and durations.
 pub fn monotonic_ns() -> u64 {
     clock_ns(libc::CLOCK_MONOTONIC)
+}
+
+/// A set of CPUs a thread may run on, as `sched_getaffinity` reports it.
+#[derive(Clone, Copy)]
+pub struct CpuAffinity(libc::cpu_set_t);
+
+impl CpuAffinity {
+    /// The calling thread's affinity.
+    ///
+    /// # Errors
+    /// The OS error of sched_getaffinity.
+    pub fn current() -> io::Result<Self> {
+        // SAFETY: an all-zero cpu_set_t is the empty set (plain integers).
+        let mut set: libc::cpu_set_t = unsafe { zeroed() };
+        // SAFETY: sched_getaffinity writes at most the size given into `set`.
+        check(unsafe { libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut set) })?;
+        Ok(CpuAffinity(set))
+    }
+
+    /// The set holding `cpu` alone.
+    ///
+    /// # Errors
+    /// When `cpu` is not below `CPU_SETSIZE`.
+    pub fn only(cpu: usize) -> io::Result<Self> {
+        if cpu >= libc::CPU_SETSIZE as usize {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("CPU {cpu} is out of range (0..{})", libc::CPU_SETSIZE),
+            ));
+        }
+        // SAFETY: an all-zero cpu_set_t is the empty set (plain integers).
+        let mut set: libc::cpu_set_t = unsafe { zeroed() };
+        // SAFETY: `cpu` < CPU_SETSIZE (checked above), so the bit is inside the set.
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+        Ok(CpuAffinity(set))
+    }
+
+    /// The CPUs in the set, in order.
+    pub fn cpus(&self) -> Vec<usize> {
+        (0..libc::CPU_SETSIZE as usize)
+            // SAFETY: every `cpu` < CPU_SETSIZE, so the bit read is inside the set.
+            .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &self.0) })
+            .collect()
+    }
+
+    /// Makes this set the calling thread's affinity.
+    ///
+    /// # Errors
+    /// The OS error of sched_setaffinity (e.g. a set with no CPU the process may use).
+    pub fn apply(&self) -> io::Result<()> {
+        // SAFETY: sched_setaffinity reads at most the size given from the set.
+        check(unsafe { libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &self.0) })
+            .map(drop)
+    }
 }
 
 fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
@@ -89,10 +146,12 @@ fn set_option<T>(fd: RawFd, level: libc::c_int, name: libc::c_int, value: T) -> 
 fn socket(domain: libc::c_int, kind: libc::c_int, protocol: libc::c_int) -> io::Result<OwnedFd> {
     // SAFETY: plain syscall; the returned descriptor is owned by the OwnedFd.
     let fd = check(unsafe { libc::socket(domain, kind | libc::SOCK_CLOEXEC, protocol) })?;
+    // SAFETY: `fd` is a new descriptor that nothing else owns.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 fn sockaddr_in(addr: Ipv4Addr, port: u16) -> libc::sockaddr_in {
+    // SAFETY: an all-zero sockaddr_in is valid (plain integers).
     let mut sa: libc::sockaddr_in = unsafe { zeroed() };
     sa.sin_family = libc::AF_INET as u16;
     sa.sin_port = port.to_be();
@@ -151,6 +210,7 @@ pub fn interface_index(name: &str) -> io::Result<i32> {
 }
 
 fn interface_request(fd: RawFd, name: &str, request: libc::c_ulong) -> io::Result<libc::ifreq> {
+    // SAFETY: an all-zero ifreq is valid (integers, and a null pointer in the union).
     let mut req: libc::ifreq = unsafe { zeroed() };
     for (dst, src) in req
         .ifr_name
@@ -169,12 +229,16 @@ fn interface_request(fd: RawFd, name: &str, request: libc::c_ulong) -> io::Resul
 ///
 /// # Errors
 /// The OS error of the request.
-pub fn interface_ioctl(
+///
+/// # Safety
+/// `data` must point at a live, writable structure of the type and size `request` expects.
+pub unsafe fn interface_ioctl(
     name: &str,
     request: libc::c_ulong,
     data: *mut libc::c_void,
 ) -> io::Result<()> {
     let fd = socket(libc::AF_INET, libc::SOCK_DGRAM, 0)?;
+    // SAFETY: an all-zero ifreq is valid (integers, and a null pointer in the union).
     let mut req: libc::ifreq = unsafe { zeroed() };
     for (dst, src) in req
         .ifr_name
@@ -184,7 +248,8 @@ pub fn interface_ioctl(
         *dst = src as libc::c_char;
     }
     req.ifr_ifru.ifru_data = data.cast();
-    // SAFETY: `req` names the interface and points at the caller's structure for the request.
+    // SAFETY: `req` names the interface and points at the caller's structure for the request
+    // (valid by this function's contract).
     check(unsafe { libc::ioctl(fd.as_raw_fd(), request as _, &mut req) }).map(drop)
 }
 
@@ -203,7 +268,8 @@ pub fn interface_queues(name: &str, tx: bool) -> io::Result<u32> {
     // tx_count, other_count, combined_count
     let mut channels = [0u32; 9];
     channels[0] = ETHTOOL_GCHANNELS;
-    if interface_ioctl(name, SIOCETHTOOL, channels.as_mut_ptr().cast()).is_ok() {
+    // SAFETY: `channels` is a live struct ethtool_channels, which ETHTOOL_GCHANNELS fills.
+    if unsafe { interface_ioctl(name, SIOCETHTOOL, channels.as_mut_ptr().cast()) }.is_ok() {
         let own = if tx { channels[6] } else { channels[5] };
         if own + channels[8] > 0 {
             return Ok(own + channels[8]);
@@ -235,6 +301,7 @@ pub fn interface_with_address(address: Ipv4Addr) -> Option<String> {
     while !entry.is_null() {
         // SAFETY: `entry` is a node of the list getifaddrs returned.
         let item = unsafe { &*entry };
+        // SAFETY: a non-null ifa_addr points at a sockaddr of the list.
         if !item.ifa_addr.is_null() && unsafe { (*item.ifa_addr).sa_family } == libc::AF_INET as u16
         {
             // SAFETY: an AF_INET address is a sockaddr_in.
@@ -262,6 +329,7 @@ pub fn interface_with_address(address: Ipv4Addr) -> Option<String> {
 /// # Errors
 /// The OS error of getsockname.
 pub fn local_address(fd: &OwnedFd) -> io::Result<Ipv4Addr> {
+    // SAFETY: an all-zero sockaddr_in is valid (plain integers).
     let mut sa: libc::sockaddr_in = unsafe { zeroed() };
     let mut len = size_of::<libc::sockaddr_in>() as libc::socklen_t;
     // SAFETY: getsockname writes at most `len` bytes into `sa`.
@@ -307,6 +375,7 @@ pub fn packet_socket(index: i32, ethertype: u16) -> io::Result<OwnedFd> {
     let protocol = ethertype.to_be();
     let fd = socket(libc::AF_PACKET, libc::SOCK_RAW, i32::from(protocol))
         .map_err(|e| with_context(e, "cannot open an AF_PACKET socket (needs CAP_NET_RAW)"))?;
+    // SAFETY: an all-zero sockaddr_ll is valid (plain integers).
     let mut sll: libc::sockaddr_ll = unsafe { zeroed() };
     sll.sll_family = libc::AF_PACKET as u16;
     sll.sll_protocol = protocol;
@@ -348,6 +417,7 @@ pub fn ignore_outgoing(fd: &OwnedFd) -> io::Result<()> {
 pub fn set_nonblocking(fd: &OwnedFd) -> io::Result<()> {
     // SAFETY: fcntl on a descriptor the caller owns.
     let flags = check(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) })?;
+    // SAFETY: as above; F_SETFL takes an int.
     check(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK) }).map(drop)
 }
 
@@ -496,12 +566,14 @@ pub fn socket_drops(fd: &OwnedFd) -> io::Result<u32> {
 /// The OS error of the call (EINTR and ENOBUFS are the caller's to retry).
 pub fn send_batch(fd: &OwnedFd, buffers: &mut [u8], len: usize, count: usize) -> io::Result<usize> {
     assert!(count <= MAX_BATCH && count * len <= buffers.len());
+    // SAFETY: all-zero iovecs and mmsghdrs are valid (integers and null pointers).
     let mut iov: [libc::iovec; MAX_BATCH] = unsafe { zeroed() };
+    // SAFETY: as above.
     let mut msgs: [libc::mmsghdr; MAX_BATCH] = unsafe { zeroed() };
     let base = buffers.as_mut_ptr();
     for i in 0..count {
-        // SAFETY: i * len + len <= buffers.len() (asserted above).
         iov[i] = libc::iovec {
+            // SAFETY: i * len + len <= buffers.len() (asserted above).
             iov_base: unsafe { base.add(i * len) } as *mut libc::c_void,
             iov_len: len,
         };
@@ -572,18 +644,21 @@ impl RecvBatch {
     /// # Errors
     /// OS errors other than timeout and EINTR.
     pub fn receive(&mut self, fd: &OwnedFd) -> io::Result<usize> {
+        // SAFETY: all-zero iovecs and mmsghdrs are valid (integers and null pointers).
         let mut iov: [libc::iovec; MAX_BATCH] = unsafe { zeroed() };
+        // SAFETY: as above.
         let mut msgs: [libc::mmsghdr; MAX_BATCH] = unsafe { zeroed() };
         let data = self.data.as_mut_ptr();
         let control = self.control.as_mut_ptr();
         for i in 0..MAX_BATCH {
-            // SAFETY: offsets stay within `data` and `control` (sized for MAX_BATCH messages).
             iov[i] = libc::iovec {
+                // SAFETY: the offset stays within `data` (sized for MAX_BATCH messages).
                 iov_base: unsafe { data.add(i * self.capacity) } as *mut libc::c_void,
                 iov_len: self.capacity,
             };
             msgs[i].msg_hdr.msg_iov = &mut iov[i];
             msgs[i].msg_hdr.msg_iovlen = 1;
+            // SAFETY: the offset stays within `control` (sized for MAX_BATCH messages).
             msgs[i].msg_hdr.msg_control =
                 unsafe { control.add(i * CMSG_SPACE) } as *mut libc::c_void;
             msgs[i].msg_hdr.msg_controllen = CMSG_SPACE;
@@ -685,6 +760,24 @@ mod tests {
     }
 
     #[test]
+    fn cpu_affinity_lists_sets_and_puts_back_the_cpus() {
+        let before = CpuAffinity::current().unwrap();
+        let cpus = before.cpus();
+        assert!(!cpus.is_empty(), "a running thread may use some CPU");
+        let last = *cpus.last().unwrap();
+        assert_eq!(CpuAffinity::only(last).unwrap().cpus(), vec![last]);
+        assert!(CpuAffinity::only(libc::CPU_SETSIZE as usize).is_err());
+        std::thread::spawn(move || {
+            CpuAffinity::only(last).unwrap().apply().unwrap();
+            assert_eq!(CpuAffinity::current().unwrap().cpus(), vec![last]);
+            before.apply().unwrap();
+            assert_eq!(CpuAffinity::current().unwrap().cpus(), cpus);
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
     fn socket_drops_counts_datagrams_a_full_receive_buffer_refused_with_none_read() {
         let receiver = udp_socket((Ipv4Addr::LOCALHOST, 0), None).unwrap();
         set_option(
@@ -697,6 +790,7 @@ mod tests {
         // SAFETY: an all-zero sockaddr_in is valid; getsockname writes at most `len` bytes.
         let mut sa: libc::sockaddr_in = unsafe { zeroed() };
         let mut len = size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        // SAFETY: as above.
         check(unsafe {
             libc::getsockname(
                 receiver.as_raw_fd(),

@@ -82,11 +82,14 @@ impl Capability {
             cmd: ETHTOOL_GET_TS_INFO,
             ..EthtoolTsInfo::default()
         };
-        sys::interface_ioctl(
-            name,
-            sys::SIOCETHTOOL,
-            (&mut info as *mut EthtoolTsInfo).cast(),
-        )
+        // SAFETY: `info` is a live struct ethtool_ts_info, which ETHTOOL_GET_TS_INFO fills.
+        unsafe {
+            sys::interface_ioctl(
+                name,
+                sys::SIOCETHTOOL,
+                (&mut info as *mut EthtoolTsInfo).cast(),
+            )
+        }
         .map_err(|e| {
             io::Error::new(
                 e.kind(),
@@ -297,12 +300,16 @@ impl HardwareStamping {
     /// # Errors
     /// When the driver refuses (no permission, or the mode is not supported after all).
     pub fn enable(interface: &str, tx: bool) -> io::Result<HardwareStamping> {
+        // SAFETY: an all-zero hwtstamp_config is valid (plain integers).
         let mut previous: libc::hwtstamp_config = unsafe { zeroed() };
-        sys::interface_ioctl(
-            interface,
-            libc::SIOCGHWTSTAMP,
-            (&mut previous as *mut libc::hwtstamp_config).cast(),
-        )
+        // SAFETY: `previous` is a live hwtstamp_config, the structure SIOCGHWTSTAMP fills.
+        unsafe {
+            sys::interface_ioctl(
+                interface,
+                libc::SIOCGHWTSTAMP,
+                (&mut previous as *mut libc::hwtstamp_config).cast(),
+            )
+        }
         .map_err(|e| {
             io::Error::new(
                 e.kind(),
@@ -317,11 +324,14 @@ impl HardwareStamping {
         } else {
             config.rx_filter = libc::HWTSTAMP_FILTER_ALL as libc::c_int;
         }
-        sys::interface_ioctl(
-            interface,
-            libc::SIOCSHWTSTAMP,
-            (&mut config as *mut libc::hwtstamp_config).cast(),
-        )
+        // SAFETY: `config` is a live hwtstamp_config, the structure SIOCSHWTSTAMP takes.
+        unsafe {
+            sys::interface_ioctl(
+                interface,
+                libc::SIOCSHWTSTAMP,
+                (&mut config as *mut libc::hwtstamp_config).cast(),
+            )
+        }
         .map_err(|e| {
             io::Error::new(
                 e.kind(),
@@ -339,11 +349,14 @@ impl HardwareStamping {
 
 impl Drop for HardwareStamping {
     fn drop(&mut self) {
-        let _ = sys::interface_ioctl(
-            &self.interface,
-            libc::SIOCSHWTSTAMP,
-            (&mut self.previous as *mut libc::hwtstamp_config).cast(),
-        );
+        // SAFETY: `previous` is a live hwtstamp_config, the structure SIOCSHWTSTAMP takes.
+        let _ = unsafe {
+            sys::interface_ioctl(
+                &self.interface,
+                libc::SIOCSHWTSTAMP,
+                (&mut self.previous as *mut libc::hwtstamp_config).cast(),
+            )
+        };
     }
 }
 
@@ -390,6 +403,7 @@ pub struct TxStamp {
 /// OS errors other than an empty queue or EINTR.
 pub fn read_tx_stamps(fd: &OwnedFd, source: Source, out: &mut Vec<TxStamp>) -> io::Result<usize> {
     let mut control = [[0u8; ERRQUEUE_CMSG_SPACE]; sys::MAX_BATCH];
+    // SAFETY: all-zero mmsghdrs are valid (integers and null pointers).
     let mut msgs: [libc::mmsghdr; sys::MAX_BATCH] = unsafe { zeroed() };
     for (msg, control) in msgs.iter_mut().zip(control.iter_mut()) {
         msg.msg_hdr.msg_control = control.as_mut_ptr().cast();

@@ -221,6 +221,7 @@ impl XskSocket {
         // SAFETY: all-zero offsets are valid; getsockopt writes at most `len` bytes.
         let mut off: libc::xdp_mmap_offsets = unsafe { zeroed() };
         let mut len = size_of::<libc::xdp_mmap_offsets>() as libc::socklen_t;
+        // SAFETY: as above.
         check(unsafe {
             libc::getsockopt(
                 fd.as_raw_fd(),
@@ -411,6 +412,8 @@ impl XskSocket {
                     .ring
                     .slot::<libc::xdp_desc>(self.ring.local.wrapping_add(i))
             };
+            // SAFETY: the kernel puts a received frame inside one UMEM chunk, after the
+            // headroom, so `addr` plus at most MAX_FRAME_BYTES stays within the mapping.
             let frame = unsafe {
                 std::slice::from_raw_parts(
                     self.umem.ptr.add(desc.addr as usize),
@@ -440,6 +443,7 @@ impl XskSocket {
         // SAFETY: all-zero statistics are valid; getsockopt writes at most `len` bytes.
         let mut stats: libc::xdp_statistics = unsafe { zeroed() };
         let mut len = size_of::<libc::xdp_statistics>() as libc::socklen_t;
+        // SAFETY: as above.
         check(unsafe {
             libc::getsockopt(
                 self.fd.as_raw_fd(),
@@ -484,6 +488,7 @@ pub fn wait_any(sockets: &[XskSocket], timeout_ms: i32) -> io::Result<()> {
 // process touches, so the socket may move to another thread; the rings are used through
 // `&mut self` only, so shared references (`fd`, `bind_mode`, `drops`) never touch them.
 unsafe impl Send for XskSocket {}
+// SAFETY: see `Send`: through `&self` nothing reads or writes the rings or the UMEM.
 unsafe impl Sync for XskSocket {}
 
 fn set<T>(fd: &OwnedFd, option: libc::c_int, value: &T) -> io::Result<()> {
