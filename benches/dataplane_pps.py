@@ -51,7 +51,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from pathlib import Path
 
-from frerlab.dataplane import bpfsys
+from frerlab import bpfsys
 from frerlab.dataplane.twopath import MODES, TwoPath
 
 SIZES = (64, 512, 1518)
@@ -141,7 +141,7 @@ def measure(args: argparse.Namespace) -> list[dict]:
                 send = ["--frame-size", str(size), "--rate-fps", args.latency_rate,
                         "--duration", str(args.latency_seconds)]
                 with ThreadPoolExecutor(len(labels)) as pool:
-                    streams = dict(zip(labels, pool.map(lambda label: nets[label].stream(send), labels)))
+                    streams = dict(zip(labels, pool.map(lambda label, send=send: nets[label].stream(send), labels)))
                 for mode, stream in streams.items():
                     percentiles = dict(stream["latency_ns"]["percentiles"])
                     raw.append({"round": round_no, "load1": load, "kind": "latency", "mode": mode, "size": size,

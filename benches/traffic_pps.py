@@ -62,7 +62,7 @@ from frerlab.traffic.netpair import NetPair
 from frerlab.files import write_atomic
 from frerlab.traffic.across import stream_across
 from frerlab.traffic.tools import mausezahn
-from frerlab.traffic.record import L1_OVERHEAD
+from frerlab.units import L1_OVERHEAD_BYTES
 from frerlab.traffic.tools.base import Background, wait_for_udp_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -246,7 +246,7 @@ PACING_LOADS = (50, 70, 80, 90, 95, 98, 100)
 
 def line_rate_fps(frame: int) -> float:
     """Frames/s of `frame`-byte frames that fill 1 GbE (20 bytes of preamble and gap each)."""
-    return 1e9 / ((frame + L1_OVERHEAD) * 8)
+    return 1e9 / ((frame + L1_OVERHEAD_BYTES) * 8)
 
 
 def run_pacing(window: float, rounds: int) -> dict:

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from frerlab.dataplane import bpfsys, layout
+from frerlab import bpfsys
+from frerlab.dataplane import layout
 from frerlab.dataplane.node import ARRAY_STREAMS, OBJECT, XDP_OBJECT, map_shapes, open_maps
 from frerlab.netns import Namespaces, entered, link_info
 from frerlab.processes import command_line
@@ -167,8 +168,7 @@ def hook_runner(request):
         with Namespaces(f"frt{os.getpid()}") as net:
             net.add("x")
             for p in (0, 2):
-                subprocess.run(["ip", "-n", net.ns["x"], "link", "add", f"p{p}", "type", "veth", "peer",
-                                "name", f"p{p + 1}"], check=True)
+                net.link("x", f"p{p}", "x", f"p{p + 1}")
             ifindexes = [link_info(net.ns["x"], f"p{p}")["ifindex"] for p in range(4)]
             bpfsys.load_and_pin(XDP_OBJECT, pin_dir / "xdp", reuse=pin_dir / "maps")
             with bpfsys.Program(pin_dir / "xdp" / "frer_xdp") as xdp_prog:

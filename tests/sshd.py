@@ -1,14 +1,15 @@
 """A real OpenSSH server for tests: keys made for the test, sshd started inside a network
-namespace, reached over a veth from this namespace; everything removed on exit."""
+namespace (made by the caller, with frerlab.netns), reached over a veth from this namespace;
+everything but the namespace removed on exit."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import time
 from pathlib import Path
 
+from frerlab.netns import veth
 from frerlab.processes import command_line, stop
 
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
@@ -20,7 +21,7 @@ def keygen(path: Path) -> None:
 
 
 class OpenSshServer:
-    """sshd in namespace `netns`, listening on `server_ip`:PORT of a veth whose other end
+    """sshd in the existing namespace `netns`, listening on `server_ip`:PORT of a veth whose other end
     (`client_ip`/30, device `veth`) is in this namespace. Files go to `tmp`: client_key (and
     other_key, which the server does not accept), known_hosts."""
 
@@ -42,14 +43,9 @@ class OpenSshServer:
             "AllowTcpForwarding yes\nSubsystem sftp internal-sftp\nMaxStartups 100\nMaxSessions 100\n")
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation directory
         try:
-            if not os.path.exists(f"/run/netns/{ns}"):
-                subprocess.run(["ip", "netns", "add", ns], check=True)
-            subprocess.run(["ip", "link", "add", self.veth, "type", "veth", "peer", "name", "mgmt", "netns", ns],
-                           check=True)
+            veth(None, self.veth, ns, "mgmt")
             subprocess.run(["ip", "addr", "add", f"{self.client_ip}/30", "dev", self.veth], check=True)
-            subprocess.run(["ip", "link", "set", self.veth, "up"], check=True)
-            for argv in (["ip", "addr", "add", f"{self.server_ip}/30", "dev", "mgmt"], ["ip", "link", "set", "mgmt", "up"],
-                         ["ip", "link", "set", "lo", "up"]):
+            for argv in (["ip", "addr", "add", f"{self.server_ip}/30", "dev", "mgmt"], ["ip", "link", "set", "lo", "up"]):
                 subprocess.run(["ip", "netns", "exec", ns, *argv], check=True)
             self.server = subprocess.Popen(["ip", "netns", "exec", ns, SSHD, "-D", "-e", "-f", str(tmp / "sshd_config")],
                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -107,6 +107,7 @@ def test_a_plan_above_the_bound_is_refused_naming_its_total_and_the_bound():
     refused(lambda: parse_campaign(too_many, "c.yaml"), "the plan holds 10100 units", f"more than {MAX_UNITS}")
 
 
+@pytest.mark.timing
 def test_a_plan_of_a_billion_points_is_refused_without_building_them():
     huge = campaign("steps.0", {"kind": "latency", "frame_sizes": [64] * 40_000, "loads": [0.0] * 40_000})
     started = time.monotonic()
@@ -114,6 +115,7 @@ def test_a_plan_of_a_billion_points_is_refused_without_building_them():
     assert time.monotonic() - started < 5, "the units were built before they were counted"
 
 
+@pytest.mark.timing
 def test_the_largest_plan_accepted_is_planned_and_printed_quickly():
     largest = campaign("steps.0.frame_sizes", list(range(64, 164)))
     largest["steps"][0]["loads"] = list(range(1, 51))  # 100 x 50 x 2 = MAX_UNITS

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -77,7 +78,7 @@ SCENARIO_ROWS = [
     ("sweep-bad-value", scenario(sweep={"streams.s.rate": ["10Mbps", "fast"]}),
      ["sweep point {'streams.s.rate': 'fast'}", "rate 'fast' is not valid"]),
     ("sweep-1e30", scenario(sweep={"streams.s.count": [10, 1e30]}),
-     ["sweep point {'streams.s.count': 1e+30}", "streams.0.count: ", "(got 1e+30)"]),
+     ["sweep point {'streams.s.count': 1e+30}", "streams.0.count: count 1e+30 is out of range (at most 1e12)"]),
     ("sweep-too-many", scenario(sweep={"seed": list(range(200)), "streams.s.count": list(range(1, 101))}),
      ["sweep of 20,000 points is out of range (at most 10,000 runs)"]),
 ]
@@ -123,9 +124,9 @@ CLI_ROWS = [
     ("send-rate-l1-1", ["gen", "send", "--dst", "127.0.0.1", "--rate-l1", "1", "--count", "2"],
      ["--rate-l1 '1' (0.00149 frames/s of 64-byte frames) is out of range: 1..1e+10 frames/s, at least 672 bit/s"]),
     ("send-rate-fps-1e30", ["gen", "send", "--dst", "127.0.0.1", "--rate-fps", "1e30", "--count", "2"],
-     ["--rate-fps '1e30' is out of range: 1..1e+10 frames/s"]),
+     ["--rate-fps '1e30' is out of range (at most 1e10 frames/s)"]),
     ("send-rate-l2-1e14", ["gen", "send", "--dst", "127.0.0.1", "--rate-l2", "1e14", "--count", "2"],
-     ["--rate-l2 '1e14' is out of range (at most 10T bit/s)"]),
+     ["--rate-l2 '1e14' is out of range (at most 10Tbps)"]),
     ("send-frame-10", ["gen", "send", "--dst", "127.0.0.1", "--rate-fps", "1k", "--count", "2", "--frame-size", "10"],
      ["--frame-size 10 is out of range (64..9216 bytes"]),
     ("send-frame-10000", ["gen", "send", "--dst", "127.0.0.1", "--rate-fps", "1k", "--count", "2", "--frame-size", "10000"],
@@ -135,7 +136,7 @@ CLI_ROWS = [
     ("send-count-a-week", ["gen", "send", "--dst", "127.0.0.1", "--rate-fps", "1", "--count", "1000000000"],
      ["--count 1000000000 at 1 frames/s takes 1e+09 s, more than a week"]),
     ("send-count-huge", ["gen", "send", "--dst", "127.0.0.1", "--rate-fps", "1k", "--count", "1" + "0" * 30],
-     ["--count <a 31-digit number> is out of range (1..1000000000000 frames)"]),
+     ["--count '1" + "0" * 30 + "' is out of range (at most 1e12)"]),
     ("send-duration-nan", ["gen", "send", "--dst", "127.0.0.1", "--rate-fps", "1k", "--duration", "nan"],
      ["--duration nan is out of range (more than 0 s, at most 604800 s)"]),
     ("send-duration-1e30", ["gen", "send", "--dst", "127.0.0.1", "--rate-fps", "1k", "--duration", "1e30"],
@@ -302,12 +303,20 @@ def test_property_generator_numbers_give_a_clear_error_or_a_valid_run(rate, opti
 
 def _within_bounds(option: str, rate: str, frame: str, count: int) -> bool:
     """The documented bounds (docs/errors.md), written out independently of the code."""
-    size = {"min": 64, "max": 1518, "jumbo": 9018}.get(frame, int(frame) if frame.lstrip("-").isdigit() else 0)
+    try:
+        size = float(frame)
+    except ValueError:
+        size = {"min": 64, "max": 1518, "jumbo": 9018}.get(frame, 0)
     scale = {"k": 1e3, "M": 1e6}.get(rate[-1:], 1)
     try:
         value = float(rate[:-1] if scale > 1 else rate) * scale
     except ValueError:
         return False
+    if rate.lstrip().startswith(("-", "+")) or not math.isfinite(value):
+        return False  # the grammar has no sign, nor nan or inf
     bits = {"--rate-l1": (size + 20) * 8, "--rate-l2": size * 8, "--rate-fps": 1}[option]
-    return (64 <= size <= 9216 and 1 <= count <= 10**12 and 0 < value < float("inf")
-            and (bits == 1 or value <= 1e13) and 1 <= value / bits <= 1e10)
+    if bits > 1:
+        if value > 1e13:
+            return False
+        value = round(value)  # a rate in bit/s is a whole number of bit/s
+    return 64 <= size <= 9216 and 1 <= count <= 10**12 and 1 <= value / bits <= 1e10

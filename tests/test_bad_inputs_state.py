@@ -351,6 +351,6 @@ def test_checking_the_largest_accepted_sweep_is_quick(tmp_path, capsys):
     path = tmp_path / "sweep.yaml"
     path.write_text(yaml.safe_dump(data))
     started = time.process_time()
-    assert cmd_check(argparse.Namespace(scenario=path, allow_long=True)) == 0
+    assert cmd_check(argparse.Namespace(scenario=path, allow_long=True, json=False)) == 0
     assert time.process_time() - started < 2.0
     assert f"{points} runs" in capsys.readouterr().out

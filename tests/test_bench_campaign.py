@@ -254,9 +254,9 @@ def test_one_valid_repetition_has_no_interval_and_no_comparison():
 
 
 def test_an_interrupted_run_names_the_command_that_completes_it():
-    assert resume_command(Path("c.yaml"), Path("r1"), None) == "frerlab bench run c.yaml --out r1 --resume"
+    assert resume_command(Path("c.yaml"), Path("r1"), None) == "frerlab bench run c.yaml -o r1 --resume"
     assert resume_command(Path("c.yaml"), Path("r1"), ["tcp", "latency"]) == \
-        "frerlab bench run c.yaml --out r1 --resume --steps tcp,latency", "resume keeps to the steps it had"
+        "frerlab bench run c.yaml -o r1 --resume --steps tcp,latency", "resume keeps to the steps it had"
 
 
 @pytest.mark.parametrize("changes, background, again", [

@@ -26,7 +26,7 @@ from frerlab.testbed import bed, plan
 from frerlab.traffic.across import stream_across
 from test_bench_testbed import capacity_fps, line_fps
 
-pytestmark = [*NEEDS_BPF, pytest.mark.skipif(not Path(SSHD).exists(), reason="OpenSSH server not installed")]
+pytestmark = [*NEEDS_BPF, pytest.mark.sshd, pytest.mark.skipif(not Path(SSHD).exists(), reason="OpenSSH server not installed")]
 CLI = [sys.executable, "-m", "frerlab.cli"]
 #: The /24 of the management links to the sshd namespaces (in the host's namespace), one per
 #: test process, so that two checkouts testing at once do not reach each other's servers.
@@ -60,6 +60,7 @@ def unit(out: Path, unit_id: str) -> dict:
     return json.loads((out / "units" / unit_id / "result.json").read_text())
 
 
+@pytest.mark.timing
 def test_a_campaign_runs_on_hosts_over_ssh(lab, tmp_path):
     _, hosts = lab
     c = campaign_file(tmp_path, hosts, [
@@ -164,6 +165,7 @@ def test_a_failed_stream_stops_the_other_ends_remote_command(lab, tmp_path):
     assert processes_naming("frerlab.cli gen recv", namespace=namespaces["listener"]) == []
 
 
+@pytest.mark.timing
 def test_the_quick_campaign_runs_on_hosts_over_ssh(lab, tmp_path):
     """campaigns/quick.yaml with its system replaced by the hosts (and without failover, which
     needs a testbed): every unit valid but the one-way latency ones."""

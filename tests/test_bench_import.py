@@ -69,6 +69,7 @@ def _loopback_runs(where: Path, count: int) -> list[Path]:
     return files
 
 
+@pytest.mark.slow
 def test_repeated_imports_are_repetitions_and_frer_is_compared_with_control(tmp_path):
     frer_runs, control_runs = _loopback_runs(tmp_path / "f", 3), _loopback_runs(tmp_path / "c", 3)
     out = tmp_path / "old"

@@ -51,6 +51,7 @@ def metrics(out: Path, unit_id: str) -> dict:
     return json.loads((out / "units" / unit_id / "result.json").read_text())["metrics"]
 
 
+@pytest.mark.timing
 def test_quick_campaign_measures_the_known_dut_in_under_three_minutes(tmp_path):
     out = tmp_path / "quick"
     started = time.monotonic()
@@ -126,6 +127,7 @@ def slow_bed():
         yield target.TestbedTarget("control", 10_000_000, testbed=tb.name)
 
 
+@pytest.mark.timing
 def test_a_generator_that_cannot_send_the_offered_rate_makes_the_trial_invalid(slow_bed, tmp_path):
     t = generator_trial(slow_bed, 64, 5_000_000, 0.5, tmp_path)
     assert t.sent < t.offered / 2
@@ -145,6 +147,7 @@ def test_a_campaign_system_chooses_the_generator_mode_and_an_xdp_trial_counts_ev
     assert t.valid and t.sent == t.offered and t.received == t.sent, t.flags
 
 
+@pytest.mark.timing
 def test_a_talker_offering_beyond_its_link_is_flagged_as_lost_before_the_dut(slow_bed, tmp_path):
     # 300 % of the line rate for 2 s: 4 MB more than the link carries, the talker's queue holds 1.5 MB
     t = generator_trial(slow_bed, 1518, slow_bed.fps(1518, 300), 2.0, tmp_path)
@@ -156,6 +159,7 @@ def test_a_talker_offering_beyond_its_link_is_flagged_as_lost_before_the_dut(slo
     assert t.lost >= host - 3
 
 
+@pytest.mark.timing
 def test_a_search_the_generator_cannot_finish_keeps_the_trials_it_ran(slow_bed, tmp_path):
     # the testbed claimed to be 10 Gbit/s: half its 64-byte line rate, 7.4 M frames/s, is beyond any sender here
     fast = dataclasses.replace(slow_bed, rate_bps=10_000_000_000)
@@ -170,6 +174,7 @@ def test_a_search_the_generator_cannot_finish_keeps_the_trials_it_ran(slow_bed, 
     assert detail["goals"] == [{"loss_ratio": 1e-5, "rate": None}]
 
 
+@pytest.mark.timing
 def test_a_link_carries_the_frames_per_second_of_ethernet_not_of_the_bytes_a_veth_carries(slow_bed, tmp_path):
     # 115 % of 10 Mbit/s Ethernet in 64-byte frames (84 bytes each on the wire) for 2 s backs the
     # talker's link up by 0.3 s; a token bucket charging only the 60 bytes a veth carries would

@@ -1,4 +1,4 @@
-"""frerlab's loader (crates/bpf through frerlab.dataplane.bpfsys): a program the verifier refuses
+"""frerlab's loader (crates/bpf through frerlab.bpfsys): a program the verifier refuses
 is named with the verifier's words, a file that is no BPF object is named, nothing stays
 pinned after a failed load; a port that has a clsact qdisc is refused; a test run returns what
 the program does; a node's per-stream maps are arrays or hash maps by its stream count, and
@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 from conftest import NEEDS_BPF, ROOT
 
-from frerlab.dataplane import bpfsys, control
+from frerlab import bpfsys
+from frerlab.dataplane import control, layout
 from frerlab.dataplane.config import load_config, parse_config
-from frerlab.dataplane import layout
-from frerlab.dataplane.node import ARRAY_STREAMS, OBJECT, PIN_ROOT, XDP_OBJECT, Node
+from frerlab.dataplane.node import ARRAY_STREAMS, OBJECT, PIN_ROOT, Node
 from frerlab.netns import Namespaces, entered, link_info
 
 pytestmark = NEEDS_BPF
@@ -125,7 +125,7 @@ PER_STREAM_MAPS = ("streams", "seqgen", "rcvy", "rcvy_reset_requests", "stream_p
 def test_a_node_keeps_few_streams_in_arrays_and_many_in_hash_maps(streams):
     with Namespaces(prefix()) as net:
         net.add("x")
-        net.run("x", "ip", "link", "add", "pa", "type", "veth", "peer", "name", "pb")
+        net.link("x", "pa", "x", "pb")
         with Node(f"{net.prefix}-n", net.ns["x"], ["pa", "pb"], xdp=True, streams=streams) as node:
             kinds = {name: node.maps[name].kind for name in PER_STREAM_MAPS}
             if streams <= ARRAY_STREAMS:

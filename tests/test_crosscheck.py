@@ -19,6 +19,8 @@ COUNTS = ("sent", "delivered", "lost", "duplicates", "eliminated")
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the testbed needs root")
+@pytest.mark.timing
+@pytest.mark.root
 def test_a_path_cut_agrees_in_both_worlds(tmp_path, capsys):
     from frerlab.testbed import bed
 
@@ -80,6 +82,7 @@ def test_building_the_parser_loads_neither_world():
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the testbed needs root")
 @pytest.mark.parametrize("stop", ["SIGTERM", "SIGINT"])
+@pytest.mark.root
 def test_a_stopped_crosscheck_removes_its_testbed(tmp_path, stop):
     """SIGTERM (a timeout, a CI job cancelled) or Ctrl-C while the testbed world runs: the
     crosscheck ends as interrupted (130) and no namespace, state file or pin of its testbed

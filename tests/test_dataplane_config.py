@@ -1,5 +1,5 @@
 """The data plane configuration vocabulary (frerlab.dataplane.config): what each construct
-compiles to (identities, stream flags, copies and their rewrites, recovery functions), and
+compiles to (frerlab.dataplane.compiler: identities, stream flags, copies and their rewrites, recovery functions), and
 the errors for bad input, which must name the field and what would be valid. No root needed."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ import re
 import pytest
 
 from frerlab.dataplane import hooks, layout
-from frerlab.dataplane.config import LOCAL, compile_node, parse_config
+from frerlab.dataplane.compiler import compile_node
+from frerlab.dataplane.config import LOCAL, parse_config
 from frerlab.errors import UsageError
 
 L_MAC = "02:fe:00:00:00:02"

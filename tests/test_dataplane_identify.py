@@ -2,12 +2,12 @@
 identity tables (null, source MAC + VLAN, active destination MAC + VLAN with each `tagged`
 rule and a priority that must not matter, IP over IPv4 and IPv6 with addresses, DSCP,
 protocol and ports) and a random port PVID are written once as a data plane configuration
-(compiled by frerlab.dataplane.config into frer_identity entries and settings) and once into
+(compiled by frerlab.dataplane.compiler into frer_identity entries and settings) and once into
 the core's StreamIdentifier; random frames (untagged, one or two VLAN tags of any PCP, VID 0
 or the PVID among them, with or without an R-TAG, IPv4, IPv6, fragments, ARP) then go through
 frer_ingress with BPF_PROG_TEST_RUN. The stream the program counted each frame for must be
 the one the core identifies for a frame received on a port with that PVID, or none for both.
-The tables mix hashed and scanned identities (config._place_identities), and a fixed table
+The tables mix hashed and scanned identities (compiler._place_identities), and a fixed table
 checks the order between the two on both hooks: the first identity that matches wins."""
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ import pytest
 from conftest import IFINDEX_BASE, NEEDS_BPF
 
 from frerlab.dataplane import layout
-from frerlab.dataplane.config import compile_node, parse_config
+from frerlab.dataplane.compiler import compile_node
+from frerlab.dataplane.config import parse_config
 from frerlab.dataplane.node import percpu_sum, write_identities
 from frerlab.frer import StreamIdentifier, push_rtag
 

@@ -14,23 +14,25 @@ import os
 import pytest
 from conftest import NEEDS_BPF
 
+from frerlab.bpfsys import possible_cpus
 from frerlab.dataplane import layout
-from frerlab.dataplane.node import ARRAY_STREAMS, Node, possible_cpus
-from frerlab.dataplane.twopath import spread_config
+from frerlab.dataplane.node import ARRAY_STREAMS, Node
+from frerlab.dataplane.twopath import PATH_A, PATH_B, SWITCH_PORTS, spread_config
 from frerlab.netns import Namespaces
+from frerlab.testbed.plan import SWITCH_HOST_PORT
 
 pytestmark = NEEDS_BPF
 
-PORTS = ["pa", "pb", "down"]  # spread_config("sw2"): recovers each stream from pa and pb, sends on down
+PORTS = SWITCH_PORTS["sw2"]  # spread_config("sw2"): recovers each stream from paths a and b, sends on p4
 
 
 @pytest.fixture(scope="module")
 def ports():
-    """A namespace holding PORTS (veths: pa - pb, down - l0)."""
+    """A namespace holding PORTS (veths: path a's port - path b's, p4 - l0)."""
     with Namespaces(f"frm{os.getpid()}") as net:
         net.add("x")
-        net.run("x", "ip", "link", "add", "pa", "type", "veth", "peer", "name", "pb")
-        net.run("x", "ip", "link", "add", "name", "down", "type", "veth", "peer", "name", "l0")
+        net.link("x", PATH_A, "x", PATH_B)
+        net.link("x", SWITCH_HOST_PORT, "x", "l0")
         yield net.ns["x"]
 
 
@@ -53,6 +55,6 @@ def test_64k_streams_configure_after_nodes_built_and_removed_before(ports, plans
             node.apply(plans[streams])
             last = streams - 1
             assert node.recovery_counters(last)["passed_packets"] == 0
-            assert node.stream_port_counters(last, PORTS.index("down"))["output"] == 0
+            assert node.stream_port_counters(last, PORTS.index(SWITCH_HOST_PORT))["output"] == 0
             pin_dir = node.pin_dir
         assert not pin_dir.exists()

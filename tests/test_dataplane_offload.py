@@ -139,6 +139,7 @@ def test_full_mtu_udp_crosses_generation_and_elimination_on_links_left_at_1500()
     assert set(after.values()) == {1500} and restored, f"down puts the MTUs and offloads back: {after}"
 
 
+@pytest.mark.timing
 def test_tcp_and_udp_through_frer_have_no_checksum_errors_where_checksums_are_done_in_software():
     """The talker leaves checksums to offload (CHECKSUM_PARTIAL all the way to sw2); sw2's port
     to the listener has tx checksumming off, so the kernel computes them at csum_start, which
@@ -186,6 +187,7 @@ def test_gso_packets_from_a_host_with_tso_are_refused_never_numbered_as_one_fram
            f'{port(sw1, "up")["gso_refused"]}' in prom
 
 
+@pytest.mark.timing
 def test_talker_end_station_numbers_its_own_tcp_segment_by_segment():
     """A talker replicating on its own egress sees its TCP before the kernel segments it;
     `up` sets gso_max_segs 1 on the port so TCP sends one segment per skb, and warns about the

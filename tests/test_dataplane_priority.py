@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 from conftest import NEEDS_BPF, ROOT
 
-from frerlab.dataplane import bpfsys, layout
+from frerlab import bpfsys
+from frerlab.dataplane import layout
 from frerlab.dataplane.config import parse_config
 from frerlab.dataplane.node import Node
 from frerlab.netns import Namespaces

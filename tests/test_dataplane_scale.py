@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 from conftest import NEEDS_BPF, SHAPES, _pinned
 
-from frerlab.dataplane import bpfsys, layout
-from frerlab.dataplane.node import possible_cpus
+from frerlab import bpfsys
+from frerlab.bpfsys import possible_cpus
+from frerlab.dataplane import layout
 from frerlab.dataplane.twopath import TwoPath
 
 pytestmark = NEEDS_BPF

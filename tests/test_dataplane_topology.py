@@ -19,7 +19,7 @@ from conftest import NEEDS_BPF
 
 from frerlab.dataplane import layout
 from frerlab.dataplane.node import ARRAY_STREAMS
-from frerlab.dataplane.twopath import TwoPath
+from frerlab.dataplane.twopath import PATH_A, PATH_B, TwoPath
 
 pytestmark = NEEDS_BPF
 
@@ -98,7 +98,7 @@ def test_plain_dual_baseline_carries_both_paths_and_delivers_once(mode):
         rx = {path: json.loads(subprocess.run(
             ["ip", "-n", net.ns["sw2"], "-j", "-s", "link", "show", "dev", path],
             check=True, capture_output=True, text=True).stdout)[0]["stats64"]["rx"]["packets"]
-            for path in ("pa", "pb")}
+            for path in (PATH_A, PATH_B)}
     assert (stream["expected"], stream["unique"], stream["lost"], stream["duplicates"]) == (3000, 3000, 0, 0)
     assert min(rx.values()) >= 3000, f"every frame crossed both paths, sw2 received {rx}"
 
@@ -114,4 +114,4 @@ def test_copies_rewritten_per_port_in_xdp_cross_both_paths_and_arrive_once():
         flags = layout.STREAM_HEAD.unpack_from(net.sw1.maps["streams"].lookup(layout.key(0)))[0]
     assert flags & layout.STREAM_PER_COPY
     assert (stream["expected"], stream["unique"], stream["lost"], stream["duplicates"]) == (3000, 3000, 0, 0)
-    assert min(inputs["pa"], inputs["pb"]) >= 3000 and errors == [0, 0, 0], (inputs, errors)
+    assert min(inputs[PATH_A], inputs[PATH_B]) >= 3000 and errors == [0, 0, 0], (inputs, errors)

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from conftest import NEEDS_BPF, configure_recovery_listener
 
-from frerlab.dataplane import bpfsys, layout
+from frerlab import bpfsys
+from frerlab.dataplane import layout
 from frerlab.frer import push_rtag
 
 VECTORS = sorted((Path(__file__).parent / "vectors").glob("*.json"))

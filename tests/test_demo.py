@@ -14,6 +14,7 @@ from frerlab.demo import kernel_unavailable
 CLI = [sys.executable, "-m", "frerlab.cli"]
 
 
+@pytest.mark.root
 def test_demo_core_and_kernel_parts_as_json(tmp_path):
     unavailable = kernel_unavailable()
     args = ["--frames", "3000", "--kernel-rate-fps", "2000", "--kernel-duration", "4", "--json",

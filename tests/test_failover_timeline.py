@@ -90,6 +90,7 @@ def run(tb: bed.Testbed, out: Path) -> tuple[dict, dict]:
     return result, tl
 
 
+@pytest.mark.timing
 def test_frer_timeline_each_path_empty_in_its_cut_and_the_stream_never_stops(frer_bed, tmp_path):
     result, tl = run(frer_bed, tmp_path)
     series = tl["series"]

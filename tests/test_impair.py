@@ -208,6 +208,7 @@ def test_gilbert_elliott_loss_rate_and_burst_length(clean):
     assert max(bursts) >= 8, "bursts, not isolated losses"
 
 
+@pytest.mark.timing
 def test_delay_raises_the_median_latency(clean):
     harness, element = clean
     base, _ = harness.stream(2000, 2000)

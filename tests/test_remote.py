@@ -18,11 +18,12 @@ import pytest
 
 from conftest import NEEDS_BPF, processes_naming
 from sshd import PORT, SSHD, OpenSshServer
+from frerlab.netns import Namespaces
 from frerlab.remote.hosts import Hosts, SshTarget
 from frerlab.remote.preflight import clock_state, one_way_latency_allowed, preflight
 from frerlab.remote.ssh import RemoteError, Session
 
-pytestmark = [*NEEDS_BPF, pytest.mark.skipif(not Path(SSHD).exists(),
+pytestmark = [*NEEDS_BPF, pytest.mark.sshd, pytest.mark.skipif(not Path(SSHD).exists(),
                                             reason="OpenSSH server not installed (Debian: openssh-server)")]
 SERVER_IP, CLIENT_IP = "198.18.3.2", "198.18.3.1"
 CLI = [sys.executable, "-m", "frerlab.cli"]
@@ -30,15 +31,13 @@ CLI = [sys.executable, "-m", "frerlab.cli"]
 
 @pytest.fixture(scope="module")
 def sshd(tmp_path_factory):
-    """An sshd in namespace `fsshPID` listening on SERVER_IP:PORT; yields its directory and
-    namespace; removes the namespace, the veth and the server afterwards."""
-    ns = f"fssh{os.getpid()}"
-    try:
-        with OpenSshServer(ns, f"fssh{os.getpid() % 100000}", CLIENT_IP, SERVER_IP,
+    """An sshd in namespace `fsshPID-server` listening on SERVER_IP:PORT; yields its directory
+    and namespace; removes the server, the veth and the namespace afterwards."""
+    with Namespaces(f"fssh{os.getpid()}") as net:
+        net.add("server")
+        with OpenSshServer(net.ns["server"], f"fssh{os.getpid() % 100000}", CLIENT_IP, SERVER_IP,
                            tmp_path_factory.mktemp("sshd")) as server:
-            yield {"dir": server.tmp, "ns": ns}
-    finally:
-        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+            yield {"dir": server.tmp, "ns": net.ns["server"]}
 
 
 def target(sshd, **changes) -> SshTarget:
@@ -56,6 +55,7 @@ def in_namespace(sshd, pattern: str) -> list[str]:
     return sorted(line.split()[0] for line in processes_naming(pattern, namespace=sshd["ns"]))
 
 
+@pytest.mark.timing
 def test_commands_run_in_parallel_and_files_come_back(sshd, tmp_path):
     with Session(hosts(sshd)) as s:
         started = time.monotonic()
@@ -78,6 +78,7 @@ def test_started_processes_are_stopped_when_the_session_ends_also_on_error(sshd)
     assert in_namespace(sshd, "sleep 301") == []
 
 
+@pytest.mark.timing
 def test_remote_exec_stops_its_remote_command_promptly_on_sigterm(sshd, tmp_path):
     """`python -m frerlab.remote.exec` (docs/remote.md): SIGTERM to it stops the command it runs
     on the host before it exits, within 2 s, and it exits 143 (128 + SIGTERM)."""

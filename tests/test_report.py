@@ -46,6 +46,7 @@ def results(tmp_path_factory) -> dict[str, Path]:
     return {"quick": QUICK, "imported": imported, "sim": simulated, "sweep": swept}
 
 
+@pytest.mark.slow
 def test_each_kind_of_results_gives_its_figures_and_images(results, tmp_path):
     for name, path in results.items():
         out = tmp_path / name / "report.html"
@@ -157,6 +158,7 @@ def test_bad_directories_are_refused_naming_them(tmp_path):
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed")
+@pytest.mark.slow
 def test_a_browser_offline_draws_every_figure_with_its_series_and_points(results, tmp_path):
     from playwright.sync_api import sync_playwright
     out = tmp_path / "report.html"

@@ -15,7 +15,8 @@ import pytest
 
 from frerlab import sim
 from frerlab.errors import UsageError
-from frerlab.sim.scenario import compile_spec, parse_scenario
+from frerlab.sim.compile import compile_spec
+from frerlab.sim.schema import parse_scenario
 
 
 def incast(n: int, duration: str, **link: object) -> dict:
@@ -150,7 +151,7 @@ def test_defaults_and_directions_reach_the_spec() -> None:
         "gd": 1 / 128, "byte_counter": 150_000, "timer": 10 * 10**9, "fast_recovery": 5,
         "active_increase": 5_000_000, "hyper_increase": 50_000_000, "min_rate": 5_000_000}
     assert "qcn" not in spec["streams"][1]
-    # BCN and FECN: every default with its source in scenario.py.
+    # BCN and FECN: every default with its source in schema.py.
     data["links"][-1]["egress"] = {"bcn": {"pm": 0.1}}
     data["links"][0]["egress"] = {"fecn": {"interval": "250us"}}
     data["streams"][0] = {**data["streams"][0], "qcn": None, "bcn": {}}

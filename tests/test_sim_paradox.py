@@ -18,7 +18,7 @@ from frerlab.bench.campaign import duration_text, plan, read_campaign, total_est
 from frerlab.sim.api import run
 from frerlab.sim.cli import parse_overrides
 from frerlab.sim.sweeps import grid_points
-from frerlab.sim.units import rate_bps, time_ps
+from frerlab.units import rate_bps, time_ps
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "paradox.md"
@@ -87,6 +87,7 @@ def _point_load(point: dict) -> float:
 
 
 @pytest.mark.parametrize("column", range(3, 9))
+@pytest.mark.slow
 def test_loss_per_load_matches_the_grid(column: int) -> None:
     grids, rows = curve_table()
     spec = yaml.safe_load((GRIDS / grids[column]).read_text())

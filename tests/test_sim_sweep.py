@@ -71,6 +71,7 @@ def test_a_grid_runs_on_local_processes_into_one_table(tmp_path):
     assert (lossless["lost"] == 0).all() and (table[table["streams.udp.rate"] == "900Mbps"]["lost"] > 0).all()
 
 
+@pytest.mark.slow
 def test_the_same_grid_on_a_dask_cluster_gives_the_same_table_from_its_workers(cluster, tmp_path):
     address, worker_pids = cluster
     local, remote = run_sweep(tmp_path / "local", "--jobs", "1"), run_sweep(tmp_path / "dask", "--scheduler", address)
@@ -84,6 +85,7 @@ def test_the_same_grid_on_a_dask_cluster_gives_the_same_table_from_its_workers(c
     assert len(list((tmp_path / "dask").glob("point-*/report.json"))) == 12
 
 
+@pytest.mark.timing
 def test_no_scheduler_at_the_address_is_one_clear_line(tmp_path):
     started = time.monotonic()
     done = run_sweep(tmp_path / "x", "--scheduler", f"tcp://127.0.0.1:{free_port()}")

@@ -95,16 +95,14 @@ def test_up_refuses_to_take_over_a_namespace_it_did_not_make():
     """A namespace with one of the testbed's names that is not the testbed's: `up` refuses and
     leaves it alone (undoing a half-made testbed would have deleted it)."""
     tb_name = name("o")
-    foreign = f"tb-{tb_name}-talker"
-    subprocess.run(["ip", "netns", "add", foreign], check=True)
-    try:
+    with bed.namespaces(tb_name) as net:  # the names the testbed would give, made by this test
+        net.add("talker")
+        foreign = net.ns["talker"]
         up = subprocess.run([*CLI, "testbed", "up", "--name", tb_name], capture_output=True, text=True)
         assert up.returncode == 2, up.stderr
         assert f"network namespace {foreign} exists already, not made by testbed '{tb_name}'" in up.stderr
         assert os.path.exists(f"/run/netns/{foreign}"), "up deleted a namespace it did not make"
         assert leftovers(tb_name) == [foreign]
-    finally:
-        subprocess.run(["ip", "netns", "del", foreign], capture_output=True)
 
 
 def test_a_tool_that_fails_is_one_line_and_exit_4(tmp_path):
@@ -224,6 +222,7 @@ def median_ns(stream: dict) -> int:
     return dict(stream["latency_ns"]["percentiles"])[50.0]
 
 
+@pytest.mark.timing
 def test_configured_delay_shows_up_in_latency(control_bed, tmp_path):
     base = median_ns(_stream(control_bed, tmp_path / "base", 2000))
     control_bed.impair("a", "forward", delay_ms=5)

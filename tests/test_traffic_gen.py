@@ -210,6 +210,7 @@ def test_jumbo_frames_and_poisson_bursts(jumbo_pair, tmp_path):
 
 
 @needs_netns
+@pytest.mark.timing
 def test_impossible_rate_is_flagged_as_a_generator_shortfall(pair, tmp_path):
     send, recv, status = send_and_receive(
         pair, tmp_path, ["--dst", pair.b_ip, "--rate-fps", "50M", "--duration", "0.3"],

@@ -19,6 +19,7 @@ from frerlab.bench.trial import CPU_SATURATED
 from frerlab.traffic.netpair import NetPair
 from frerlab.traffic.tools.base import wait_for_udp_port
 
+pytestmark = pytest.mark.timing  # every test measures send and receive gaps against a rate
 CLI = [sys.executable, "-m", "frerlab.cli"]
 
 @pytest.fixture

@@ -244,6 +244,7 @@ def test_tshark_sees_the_same_sequence_numbers(tmp_path):
 BIG_FRAMES = 2_000_000
 
 
+@pytest.mark.slow
 def test_millions_of_frames_in_constant_memory(tmp_path):
     """2 million R-tagged frames (a 10-frame gap every 100 000): verify's peak memory (RSS of
     a process doing only that) is that of 20 000 frames within a few MB, though the file is

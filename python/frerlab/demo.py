@@ -19,7 +19,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import shutil
@@ -27,9 +26,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from frerlab.cli_output import add_json, add_output, emit
 from frerlab.errors import UsageError
-from frerlab.names import output_dir
+from frerlab.names import output_dir, shown
 from frerlab.frer import SequenceGenerator, SequenceRecovery, pop_rtag, push_rtag
+from frerlab.units import frame_rate, option_value
 
 TALKER_MAC = bytes.fromhex("020000000001")
 LISTENER_MAC = bytes.fromhex("020000000002")
@@ -169,14 +170,16 @@ def print_failover(result: dict) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    for name in ("frames", "kernel_rate_fps"):
-        if getattr(args, name) < 1:
-            raise UsageError(f"--{name.replace('_', '-')} {getattr(args, name)} is out of range (1 or more)")
+    if args.frames < 1:
+        raise UsageError(f"--frames {args.frames} is out of range (1 or more)")
+    kernel_rate_fps = round(option_value(frame_rate, args.kernel_rate_fps, "--kernel-rate-fps"))
+    if kernel_rate_fps < 1:
+        raise UsageError(f"--kernel-rate-fps {shown(args.kernel_rate_fps)} is out of range (1 frame/s or more)")
     for name in ("loss_a", "loss_b"):
         value = getattr(args, name)
         if not 0.0 <= value <= 1.0:
             raise UsageError(f"--{name.replace('_', '-')} {value} is out of range (0.0..1.0)")
-    out_dir = output_dir(args.output or Path("results") / time.strftime("demo-%Y%m%d-%H%M%S"), "--output")
+    out_dir = output_dir(args.output or Path("results") / time.strftime("demo-%Y%m%d-%H%M%S"), "-o/--output")
     paths = [PathModel("a", args.loss_a, 50.0, 40.0), PathModel("b", args.loss_b, 80.0, 40.0)]
     try:
         result = run(args.frames, 10.0, paths, args.history_length, args.seed)
@@ -187,7 +190,7 @@ def handle(args: argparse.Namespace) -> int:
     if not args.no_kernel and unavailable is None:
         from frerlab.testbed.failover import Schedule
 
-        schedule = Schedule(rate_fps=args.kernel_rate_fps, duration_s=args.kernel_duration,
+        schedule = Schedule(rate_fps=kernel_rate_fps, duration_s=args.kernel_duration,
                             cut_a=(0.25 * args.kernel_duration, 0.5 * args.kernel_duration),
                             cut_b=(0.625 * args.kernel_duration, 0.875 * args.kernel_duration))
         schedule.check()
@@ -197,9 +200,8 @@ def handle(args: argparse.Namespace) -> int:
 
         write_report([out_dir], out_dir / "report.html", out_dir / "report-images")
         result["report"] = str(out_dir / "report.html")
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
+    emit(args, result)
+    if not args.json:
         print_summary(result)
         if "kernel_failover" in result:
             print_failover(result["kernel_failover"])
@@ -221,12 +223,11 @@ def register(subparsers) -> None:
     parser.add_argument("--history-length", type=int, default=32,
                         help="frerSeqRcvyHistoryLength at the listener (2..1024, default 32)")
     parser.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
-    parser.add_argument("--kernel-rate-fps", type=int, default=5000,
-                        help="frames/s of the kernel fail-over stream, 512-byte frames (default 5000)")
+    parser.add_argument("--kernel-rate-fps", default="5000",
+                        help="frames/s of the kernel fail-over stream, 512-byte frames (e.g. 5000, 20k; default 5000)")
     parser.add_argument("--kernel-duration", type=float, default=6.0,
                         help="seconds of the kernel fail-over stream (default 6)")
-    parser.add_argument("--output", type=Path, help="where the kernel part's results go "
-                                                    "(default: a new directory under results/)")
+    add_output(parser, "where the kernel part's results go (default: a new directory under results/)")
     parser.add_argument("--no-kernel", action="store_true", help="skip the kernel part")
-    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_json(parser)
     parser.set_defaults(func=handle)

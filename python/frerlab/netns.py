@@ -1,6 +1,8 @@
 """Network namespaces and veth links for frerlab's emulated topologies, named with a per-run
 prefix so parallel runs cannot collide, and removed as a whole by `close()` (also after a
-failure half-way). Hosts get IPv6 off and loopback up; links are veth pairs.
+failure half-way). Hosts get IPv6 off and loopback up; links are veth pairs. The one place
+frerlab (and its tests and benchmarks) makes or deletes a namespace or a veth pair: the
+testbed's topology is built on it in frerlab.testbed.bed.
 
     with Namespaces("frt1234") as net:
         net.add("tal", "lis")
@@ -33,6 +35,28 @@ def ip(*args: str, netns: str | None = None) -> str:
 def exists(netns: str) -> bool:
     """Whether network namespace `netns` exists (as `ip netns add` makes them)."""
     return Path("/run/netns", netns).exists()
+
+
+def veth(a_netns: str | None, a_if: str, b_netns: str | None, b_if: str, mtu: int = 1500,
+         queues: int | None = None) -> None:
+    """A veth pair, both ends up with `mtu` and `queues` transmit and receive queues (None: the
+    kernel's default): `a_if` in network namespace `a_netns`, `b_if` in `b_netns` (None: the
+    caller's). ToolFailed with ip's message on failure (a name taken where its end would live)."""
+    if b_netns is None and a_netns is not None:  # made from here, the peer sent to a_netns
+        a_netns, a_if, b_netns, b_if = b_netns, b_if, a_netns, a_if
+    # `ip -n A link add` looks the first name up in A, where it will live, not in the caller's
+    # namespace; the peer's is looked up in its own
+    end = ("mtu", str(mtu), *(("numtxqueues", str(queues), "numrxqueues", str(queues)) if queues else ()))
+    # names given with `name` and `dev`: a port may be called `up` or `down`
+    ip("link", "add", "name", a_if, *end, "type", "veth", "peer", "name", b_if, *end,
+       *(["netns", b_netns] if b_netns else []), netns=a_netns)
+    ip("link", "set", "dev", a_if, "up", netns=a_netns)
+    ip("link", "set", "dev", b_if, "up", netns=b_netns)
+
+
+def delete(netns: str) -> None:
+    """Deletes network namespace `netns` (and with it the veths with an end in it), if it exists."""
+    subprocess.run(["ip", "netns", "del", netns], capture_output=True)
 
 
 def links(netns: str | None, ifname: str | None = None) -> list[dict]:
@@ -69,13 +93,10 @@ class Namespaces:
             ip("netns", "exec", name, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1")
             ip("-n", name, "link", "set", "lo", "up")
 
-    def link(self, a: str, a_if: str, b: str, b_if: str, mtu: int = 1500) -> None:
-        """A veth pair: `a_if` in role a's namespace, `b_if` in role b's, both up."""
-        tmp_a, tmp_b = f"{self.prefix}a", f"{self.prefix}b"
-        ip("link", "add", tmp_a, "netns", self.ns[a], "type", "veth", "peer", "name", tmp_b,
-           "netns", self.ns[b])
-        ip("-n", self.ns[a], "link", "set", tmp_a, "name", a_if, "mtu", str(mtu), "up")
-        ip("-n", self.ns[b], "link", "set", tmp_b, "name", b_if, "mtu", str(mtu), "up")
+    def link(self, a: str, a_if: str, b: str, b_if: str, mtu: int = 1500, queues: int | None = None) -> None:
+        """A veth pair (`veth`): `a_if` in role a's namespace, `b_if` in role b's (which may be
+        the same), both up."""
+        veth(self.ns[a], a_if, self.ns[b], b_if, mtu, queues)
 
     def mac(self, role: str, ifname: str) -> str:
         """The MAC address of `ifname` in role's namespace."""
@@ -92,7 +113,7 @@ class Namespaces:
     def close(self) -> None:
         """Deletes every namespace (and with it its veths); safe to call twice."""
         for name in self.ns.values():
-            subprocess.run(["ip", "netns", "del", name], capture_output=True)
+            delete(name)
         self.ns.clear()
 
 

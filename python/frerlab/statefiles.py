@@ -42,15 +42,18 @@ def read_state(path: Path, what: str, model: type[StateModel], root: Path) -> di
     return data
 
 
-def down_all(what: str, names: Iterable[str], down: Callable[[str], bool]) -> None:
-    """`down(name)` for each of `names` (each a `what`: "testbed", "data plane"), printing what
+def down_all(what: str, names: Iterable[str], down: Callable[[str], bool],
+             say: Callable[[str], None] = print) -> dict[str, bool]:
+    """`down(name)` for each of `names` (each a `what`: "testbed", "data plane"), saying what
     it did; one whose state file is damaged is left in place and the rest go on, then one
-    UsageError names every one left."""
-    damaged = []
+    UsageError names every one left. Returns each name and whether it was up."""
+    was_up, damaged = {}, []
     for name in names:
         try:
-            print(f"{what} {name} {'removed' if down(name) else 'was not up'}")
+            was_up[name] = down(name)
+            say(f"{what} {name} {'removed' if was_up[name] else 'was not up'}")
         except UsageError as err:
             damaged.append(str(err))
     if damaged:
         raise UsageError(f"{len(damaged)} {what}(s) left in place: " + "\n".join(damaged))
+    return was_up

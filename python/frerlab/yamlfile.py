@@ -250,7 +250,7 @@ def load(text: str, source: str) -> Any:
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = re.sub(r"'[^']{%d,}'" % (MAX_SHOWN + 1), "(a long text)", str(err.problem or err.context or "syntax error"))
+        problem = re.sub(rf"'[^']{{{MAX_SHOWN + 1},}}'", "(a long text)", str(err.problem or err.context or "syntax error"))
         raise UsageError(f"{source}: not valid YAML{where}: {problem}") from None
     except yaml.YAMLError:
         raise UsageError(f"{source}: not valid YAML (characters YAML does not allow)") from None

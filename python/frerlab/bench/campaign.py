@@ -15,6 +15,10 @@ Values are strict: a number must be a number of the field's kind (`true`, `"3"` 
 count belongs are refused, not coerced); a campaign file is at most `MAX_CAMPAIGN_BYTES` and
 its plan at most `MAX_UNITS` units, counted from the file's lists before any unit is built. A relative `hosts:` path (a hosts system) is
 relative to the campaign file's directory.
+
+The module is longer than most (about 600 lines) because each step's model holds both its
+fields and how they expand into points and time estimates (`points`, `estimate_s`): a method
+is read in one place, and the file's schema and its plan stay one.
 """
 
 from __future__ import annotations
@@ -25,14 +29,15 @@ import ipaddress
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, model_validator
 
+from frerlab.bench.verdict import Verdict
 from frerlab.errors import UsageError
 from frerlab.impair.path import Impairment
 from frerlab.names import check_name
-from frerlab.sim.units import rate_bps
+from frerlab.units import rate_bps
 from frerlab.testbed.bed import Settings
 from frerlab.testbed.failover import Schedule
 from frerlab.yamlfile import load, read_text, validate
@@ -278,13 +283,6 @@ class Throughput(_Step):
         return self.search.estimate_s()
 
 
-class Verdict(_Model):
-    """The TSN latency verdict: a percentile must stay below a limit (seed 002 section 2.4)."""
-
-    percentile: float = Field(99.9, gt=0, lt=100)
-    limit_us: float = Field(300.0, gt=0)
-
-
 class Latency(_Step):
     """Latency per frame size: sockperf ping-pong (RTT/2; or under-load with `sockperf_mps`)
     and/or frerlab's one-way timestamps, idle and under background load (percent of the line
@@ -431,7 +429,7 @@ class ThresholdSweep(_Step):
         return sum(p.points * (p.trial_s + TRIAL_OVERHEAD_S) for p in phases)
 
 
-Step = Annotated[Union[Tcp, Throughput, Latency, LossVsLoad, BackToBack, Recovery, Failover, ThresholdSweep],
+Step = Annotated[Tcp | Throughput | Latency | LossVsLoad | BackToBack | Recovery | Failover | ThresholdSweep,
                  Field(discriminator="kind")]
 KINDS = ("tcp", "throughput", "latency", "loss_vs_load", "back_to_back", "recovery", "failover", "threshold_sweep")
 
@@ -446,7 +444,7 @@ class Campaign(_Model):
 
     name: Annotated[str, _named("campaign")]
     description: str = ""
-    system: Annotated[Union[System, HostsSystem], Field(discriminator="kind"),
+    system: Annotated[System | HostsSystem, Field(discriminator="kind"),
                       BeforeValidator(_testbed_by_default)] = System()
     steps: list[Step] = Field(min_length=1, max_length=100)
 
@@ -459,7 +457,7 @@ class Campaign(_Model):
                 if step.modes and step.modes != [self.system.mode]:
                     raise ValueError(f"step {i} runs in modes {step.modes}, the hosts are {self.system.mode!r}")
         seen = set()
-        for i, step in enumerate(self.steps):
+        for i in range(len(self.steps)):
             name = step_name(self, i)
             if name in seen:
                 raise ValueError(f"step name {name!r} is given twice (give each step its own name)")

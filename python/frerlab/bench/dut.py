@@ -25,7 +25,7 @@ from typing import Any
 
 from frerlab import sim
 from frerlab.bench.search import TrialResult
-from frerlab.sim.scenario import L1_OVERHEAD_BYTES
+from frerlab.units import L1_OVERHEAD_BYTES
 
 
 @dataclass

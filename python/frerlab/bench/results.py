@@ -57,7 +57,7 @@ class ResultsDir:
         if meta_path.exists():
             if not resume:
                 raise UsageError(f"{self.out} holds results already: give --resume to complete them, "
-                                 "or another --out")
+                                 "or another -o/--output")
             meta = self.metadata()
             if meta["fingerprint"] != fingerprint(self.campaign):
                 raise UsageError(f"{self.out} holds results of another campaign ({shown(meta.get('campaign'))}, "
@@ -66,7 +66,7 @@ class ResultsDir:
             units = plan(self.campaign)
             return [u.id for u in units if self._unit_result(u) is not None]
         if self.out.exists() and any(self.out.iterdir()):
-            raise UsageError(f"{self.out} exists and is not a campaign's results directory: give an empty or new --out")
+            raise UsageError(f"{self.out} exists and is not a campaign's results directory: give an empty or new -o/--output")
         self.out.mkdir(parents=True, exist_ok=True)
         write_atomic(self.out / "campaign.yaml", self.text)
         write_atomic(meta_path, json.dumps(metadata(self.campaign), indent=1))

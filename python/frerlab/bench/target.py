@@ -19,7 +19,7 @@ from pathlib import Path
 
 from frerlab.testbed import bed, plan
 from frerlab.traffic.across import CLI
-from frerlab.traffic.record import L1_OVERHEAD
+from frerlab.units import L1_OVERHEAD_BYTES
 
 @dataclass(frozen=True)
 class Target:
@@ -41,7 +41,7 @@ class Target:
 
     def line_rate_fps(self, frame_size: int) -> float:
         """Frames/s of the line rate at `frame_size`, preamble and gap included."""
-        return self.rate_bps / ((frame_size + L1_OVERHEAD) * 8)
+        return self.rate_bps / ((frame_size + L1_OVERHEAD_BYTES) * 8)
 
     def fps(self, frame_size: int, load_percent: float) -> float:
         """Frames/s of `load_percent` of the line rate."""

@@ -6,10 +6,9 @@ verbs costs every other command nothing."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from pathlib import Path
 
+from frerlab.cli_output import add_json, add_output, emit
 from frerlab.errors import EXIT_VERDICT, UsageError
 from frerlab.names import output_dir
 
@@ -22,6 +21,7 @@ stopped and waited for however it ends.
 examples:
   frerlab capture --testbed frerlab -o caps              # until Ctrl-C; run anything meanwhile
   frerlab capture --testbed tb1 -o caps --duration 10 &  frerlab failover --name tb1
+  frerlab capture --testbed tb1 -o caps --duration 10 --json   # the manifest (capture.json) on stdout
   frerlab verify caps
 """
 
@@ -48,14 +48,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     cap = subparsers.add_parser("capture", help="record a testbed's ports while a run goes on",
                                 epilog=CAPTURE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     cap.add_argument("--testbed", default="frerlab", metavar="NAME", help="testbed name (default frerlab)")
-    cap.add_argument("-o", "--output", type=Path, required=True, metavar="DIR", help="where the captures go")
+    add_output(cap, "where the captures go", required=True, metavar="DIR")
     cap.add_argument("--duration", type=float, metavar="S", help="seconds (default: until Ctrl-C)")
+    add_json(cap, "the manifest (as capture.json)")
     cap.set_defaults(func=_capture)
 
     ver = subparsers.add_parser("verify", help="check pcap/pcapng captures per stream and path",
                                 epilog=VERIFY_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     ver.add_argument("captures", nargs="+", metavar="CAPTURE", help="pcap/pcapng files or capture directories")
-    ver.add_argument("--json", action="store_true", help="the full report as JSON")
+    add_json(ver, "the full report")
     ver.add_argument("--key", metavar="FIELDS", help="stream key fields, comma-separated (default "
                      "dst_mac,src_mac,src_ip,dst_ip,proto,src_port,dst_port; also vlan, ethertype)")
     ver.add_argument("--paths", metavar="P,Q", help="the two points that carry the replicas")
@@ -70,17 +71,17 @@ def _capture(args: argparse.Namespace) -> int:
 
     if args.duration is not None and not 0.1 <= args.duration <= MAX_DURATION_S:
         raise UsageError(f"--duration {args.duration} s is out of range (0.1..{MAX_DURATION_S} s)")
-    out = output_dir(args.output, "-o")
+    out = output_dir(args.output, "-o/--output")
     manifest = record(args.testbed, out, args.duration,
                       started=lambda: print(f"capturing testbed {args.testbed} into {out}"
                                             + ("" if args.duration else "; Ctrl-C stops"), file=sys.stderr))
-    for name, p in manifest["points"].items():
-        t = p["tcpdump"]
-        print(f"  {name:<18}{p['file']:<15}{t['captured']} frames  ({p['host']} {p['interface']} {p['direction']})")
+    lines = [f"  {name:<18}{p['file']:<15}{p['tcpdump']['captured']} frames  ({p['host']} {p['interface']} "
+             f"{p['direction']})" for name, p in manifest["points"].items()]
     seconds = (manifest["stopped_ns"] - manifest["started_ns"]) / 1e9
-    print(f"stopped by {manifest['stopped_by']} after {seconds:.1f} s; "
-          + ("complete" if manifest["complete"] else "INCOMPLETE: a tcpdump dropped frames")
-          + f"; check with: frerlab verify {out}")
+    lines.append(f"stopped by {manifest['stopped_by']} after {seconds:.1f} s; "
+                 + ("complete" if manifest["complete"] else "INCOMPLETE: a tcpdump dropped frames")
+                 + f"; check with: frerlab verify {out}")
+    emit(args, manifest, "\n".join(lines))
     return 0
 
 
@@ -101,5 +102,5 @@ def _verify(args: argparse.Namespace) -> int:
     if after is None and "after_elimination" in roles:
         after = roles["after_elimination"] or ""  # None in a manifest: no point after elimination
     report = verify.verify(points, key, paths, after, window=verify.WINDOW if args.window is None else args.window)
-    print(json.dumps(report, indent=1) if args.json else verify.summary(report))
+    emit(args, report, None if args.json else verify.summary(report))
     return 0 if report["ok"] else EXIT_VERDICT

@@ -28,6 +28,11 @@ turns out damaged while read is refused (UsageError), one that ends inside a rec
 to there (a problem in the report). A capture directory's manifest (capture.json, or a fail-over
 run's meta.json) is read with frerlab.files.read_json and checked field by field (the pydantic
 models below); no file it names, and no capture found in the directory, may lead outside it.
+
+The module is longer than most (over 600 lines) because the one pass is one algorithm: the
+per-stream state that `verify` builds is read and trimmed by `_match`, `_forget` and `_flush`,
+and the report `summary` prints is the one `verify` returns; split, each part would have to
+know the others' dictionaries.
 """
 
 from __future__ import annotations

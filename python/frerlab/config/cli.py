@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from frerlab.cli_output import add_json, add_output, emit
 from frerlab.errors import UsageError
 from frerlab.names import output_file
 
@@ -16,6 +17,7 @@ EPILOG = """examples:
   frerlab config export configs/dataplane/sw2-eliminate.yaml --format yang-json -o sw2.json
   frerlab config import sw2.json -o sw2.yaml              back into the YAML vocabulary
   frerlab config validate sw2.json --yang-dir ~/yang      against the IEEE modules you have
+  frerlab config validate sw2.json --yang-dir ~/yang --json   (any verb: the result as JSON)
   frerlab config export configs/dataplane/lan966x-sw1.yaml --target lan966x -o sw1.sh
   frerlab hosts push lab-hosts.yaml sw1.sh                 run it on the switch
 
@@ -40,7 +42,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     export.add_argument("--chip-port", action="append", default=[], metavar="PORT=N",
                         help="lan966x: the switch's chip port number of a port (default: its position in "
                              "`ports`, from 0); repeatable")
-    export.add_argument("-o", "--output", type=Path, help="the file to write (default: standard output)")
+    add_output(export, "the file to write (default: standard output)")
+    add_json(export, "the written text and where it went")
     export.set_defaults(func=_export)
     imp = verbs.add_parser("import", help="read YANG instance data (.json) or a LAN966x script (.sh) back "
                                           "into a configuration", epilog=EPILOG,
@@ -48,24 +51,31 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     imp.add_argument("file", type=Path, help="YANG instance data (JSON) or a script `export --target lan966x` wrote")
     imp.add_argument("--from", dest="source", choices=["yang-json", "lan966x"],
                      help="what the file is (default: by its suffix, .json or .sh)")
-    imp.add_argument("-o", "--output", type=Path, help="the YAML file to write (default: standard output)")
+    add_output(imp, "the YAML file to write (default: standard output)")
+    add_json(imp, "the written text and where it went")
     imp.set_defaults(func=_import)
     validate = verbs.add_parser("validate", help="validate YANG instance data against YANG modules you have",
                                 epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     validate.add_argument("file", type=Path, help="the instance data (JSON)")
     validate.add_argument("--yang-dir", type=Path, action="append", required=True,
                           help="a directory of YANG modules (NAME.yang or NAME@REVISION.yang); repeatable")
+    add_json(validate, "the verdict")
     validate.set_defaults(func=_validate)
 
 
-def _write(text: str, output: Path | None) -> None:
-    if output is None:
-        print(text, end="")
-        return
-    from frerlab.files import write_atomic
+def _write(args: argparse.Namespace, text: str, facts: dict) -> None:
+    """Writes `text` into -o's file, else prints it; with --json prints `facts`, the text and
+    where it went."""
+    if args.output is not None:
+        from frerlab.files import write_atomic
 
-    write_atomic(output, text)
-    print(f"wrote {output}")
+        write_atomic(args.output, text)
+    if args.json:
+        emit(args, {**facts, "output": args.output, "text": text})
+    elif args.output is None:
+        print(text, end="")
+    else:
+        print(f"wrote {args.output}")
 
 
 def _chip_ports(values: list[str]) -> dict[str, int]:
@@ -95,7 +105,7 @@ def _export(args: argparse.Namespace) -> int:
         from frerlab.config.yang import dumps, export_yang
 
         text = dumps(export_yang(cfg))
-    _write(text, args.output)
+    _write(args, text, {"config": args.config, "format": args.target or args.format})
     return 0
 
 
@@ -118,7 +128,7 @@ def _import(args: argparse.Namespace) -> int:
         data, _ = import_yang(read_instance(args.file), str(args.file))
     text = (f"# imported by `frerlab config import` from {args.file.name}\n"
             + yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=100))
-    _write(text, args.output)
+    _write(args, text, {"file": args.file, "format": source})
     return 0
 
 
@@ -126,6 +136,7 @@ def _validate(args: argparse.Namespace) -> int:
     from frerlab.config.yang import validate_file
 
     members = validate_file(args.file, args.yang_dir)
-    print(f"{args.file}: valid configuration data ({members} top-level members) against the modules in "
-          f"{', '.join(map(str, args.yang_dir))}")
+    emit(args, {"file": args.file, "valid": True, "top_level_members": members, "yang_dirs": args.yang_dir},
+         f"{args.file}: valid configuration data ({members} top-level members) against the modules in "
+         f"{', '.join(map(str, args.yang_dir))}")
     return 0

@@ -4,12 +4,12 @@ testbed and pydantic are loaded when the verb runs."""
 from __future__ import annotations
 
 import argparse
-import json
 import signal
 import sys
 import time
 from pathlib import Path
 
+from frerlab.cli_output import add_json, add_output, emit
 from frerlab.errors import EXIT_VERDICT
 from frerlab.names import output_dir
 
@@ -23,7 +23,7 @@ exit status: 0 the counts agree, 1 they do not, 2 bad input, 4 a tool or the sys
 
 examples:
   frerlab crosscheck scenarios/crosscheck/path_cut.yaml
-  frerlab crosscheck scenarios/crosscheck/path_cut.yaml --out results/xc --json
+  frerlab crosscheck scenarios/crosscheck/path_cut.yaml -o results/xc --json
 """
 
 
@@ -32,8 +32,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("crosscheck", help="run one scenario in the simulator and on the testbed, "
                                    "compare", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("scenario", type=Path, metavar="SCENARIO", help="crosscheck scenario (YAML)")
-    parser.add_argument("--out", type=Path, metavar="DIR", help="results directory (default results/crosscheck-TIME)")
-    parser.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    add_output(parser, "results directory (default results/crosscheck-TIME)", old="--out", metavar="DIR")
+    add_json(parser, "the comparison")
     parser.set_defaults(func=_crosscheck)
 
 
@@ -41,7 +41,7 @@ def _crosscheck(args: argparse.Namespace) -> int:
     from frerlab.crosscheck import run
 
     sc = run.load_scenario(args.scenario)
-    out = output_dir(args.out or Path("results") / time.strftime("crosscheck-%Y%m%d-%H%M%S"), "--out")
+    out = output_dir(args.output or Path("results") / time.strftime("crosscheck-%Y%m%d-%H%M%S"), "-o/--output")
     print(f"crosscheck {sc.name}: simulator, then testbed ({sc.stream.duration + run.TAIL_S:g} s of stream) ...",
           file=sys.stderr)
     stops = (signal.SIGTERM, signal.SIGHUP)
@@ -51,7 +51,7 @@ def _crosscheck(args: argparse.Namespace) -> int:
     finally:
         for s in stops:
             signal.signal(s, previous[s])
-    print(json.dumps(comparison, indent=1) if args.json else run.table(comparison))
+    emit(args, comparison, run.table(comparison))
     print(f"  results in {out}", file=sys.stderr)
     return 0 if comparison["agree"] else EXIT_VERDICT
 

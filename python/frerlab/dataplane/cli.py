@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import signal
 import sys
 import time
 
+from frerlab.cli_output import add_json, emit
 from frerlab.dataplane import control, stats
 from frerlab.dataplane.config import DEFAULT_NAME, load_config
 from frerlab.errors import EXIT_VERDICT, UsageError
@@ -26,7 +26,8 @@ examples:
   frerlab dataplane stats --name sw2 --prometheus > /var/lib/node_exporter/frer.prom
   frerlab dataplane monitor --name sw2          # latent error detection in the foreground
   frerlab dataplane down --name sw1             # also clears what a crashed run left
-  frerlab dataplane down --all
+  frerlab dataplane down --all --json
+  frerlab dataplane reset --name listener --stream 1 --port l0b
 """
 
 #: Longest poll interval of `monitor`, in seconds.
@@ -47,28 +48,34 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                     "else the current one)")
     up.add_argument("--no-monitor", action="store_true",
                     help="do not start the latent error monitor in the background")
+    add_json(up, "what was set up")
     up.set_defaults(func=_up)
 
-    down = verbs.add_parser("down", help="detach and remove a data plane (idempotent)")
+    down = verbs.add_parser("down", help="detach and remove a data plane (idempotent)", epilog=EPILOG,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
     which = down.add_mutually_exclusive_group()
     _name(which)
     which.add_argument("--all", action="store_true", help="every data plane `up` started")
+    add_json(down, "each data plane and whether it was up")
     down.set_defaults(func=_down)
 
     status = verbs.add_parser("status", help="running data planes and the hook (tc, XDP native or "
-                                             "generic) of each port")
+                                             "generic) of each port", epilog=EPILOG,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
     status.add_argument("--name", help="only this data plane (default: every one `up` started)")
-    status.add_argument("--json", action="store_true", help="as JSON")
+    add_json(status, "the records")
     status.set_defaults(func=_status)
 
-    st = verbs.add_parser("stats", help="counters: a table, --json or --prometheus")
+    st = verbs.add_parser("stats", help="counters: a table, --json or --prometheus", epilog=EPILOG,
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
     _name(st)
     fmt = st.add_mutually_exclusive_group()
-    fmt.add_argument("--json", action="store_true", help="the snapshot as JSON")
+    add_json(fmt, "the snapshot")
     fmt.add_argument("--prometheus", action="store_true", help="Prometheus text exposition format")
     st.set_defaults(func=_stats)
 
-    mon = verbs.add_parser("monitor", help="latent error detection over the counters (foreground)")
+    mon = verbs.add_parser("monitor", help="latent error detection over the counters (foreground)", epilog=EPILOG,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
     _name(mon)
     mon.add_argument("--interval", type=float, help="seconds between polls (default: a quarter "
                                                     "of the shortest latent error period)")
@@ -78,11 +85,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     mon.set_defaults(func=_monitor)
 
     rst = verbs.add_parser("reset", help="management reset of recovery functions (frerSeqRcvyReset)",
-                           epilog="examples:\n  frerlab dataplane reset --name listener --stream 1 --port l0b\n",
-                           formatter_class=argparse.RawDescriptionHelpFormatter)
+                           epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     _name(rst)
     rst.add_argument("--stream", type=int, help="only the functions of this stream handle")
     rst.add_argument("--port", help="only the function placed on (or fed by) this port")
+    add_json(rst, "the functions reset")
     rst.set_defaults(func=_reset)
 
 
@@ -96,30 +103,27 @@ def _up(args: argparse.Namespace) -> int:
         print(note, file=sys.stderr)
     state = control.up(cfg, args.netns, monitor=not args.no_monitor)
     where = f" in netns {state['netns']}" if state["netns"] else ""
-    print(f"data plane {state['name']} up{where} on {', '.join(state['attached'])}"
-          + (f"; latent error monitor pid {state['monitor_pid']}" if state["monitor_pid"] else ""))
-    for port, hook in state["hooks"].items():
-        if hook != "tc":
-            print(f"  {port}: frames received run on {hook}")
+    lines = [f"data plane {state['name']} up{where} on {', '.join(state['attached'])}"
+             + (f"; latent error monitor pid {state['monitor_pid']}" if state["monitor_pid"] else "")]
+    lines += [f"  {port}: frames received run on {hook}" for port, hook in state["hooks"].items() if hook != "tc"]
     if state["hook_note"]:
-        print(f"  hook {cfg.hook}: {state['hook_note']}")
-    for change in state["changes"]:
-        print(f"  {change}")
+        lines.append(f"  hook {cfg.hook}: {state['hook_note']}")
+    lines += [f"  {change}" for change in state["changes"]]
+    emit(args, state, "\n".join(lines))
     return 0
 
 
 def _down(args: argparse.Namespace) -> int:
-    if not args.all:
-        print(f"data plane {args.name} {'removed' if control.down(args.name) else 'was not up'}")
-        return 0
-    down_all("data plane", control.running_names(), control.down)
+    names = control.running_names() if args.all else [args.name]
+    was_up = down_all("data plane", names, control.down, say=(lambda line: None) if args.json else print)
+    emit(args, [{"name": name, "was_up": up} for name, up in was_up.items()])
     return 0
 
 
 def _status(args: argparse.Namespace) -> int:
     records = [control.status(name) for name in ([args.name] if args.name else control.running_names())]
     if args.json:
-        print(json.dumps(records, indent=1))
+        emit(args, records)
         return 0
     if not records:
         print("no data plane is up")
@@ -137,20 +141,18 @@ def _status(args: argparse.Namespace) -> int:
 
 def _stats(args: argparse.Namespace) -> int:
     snap = control.snapshot(args.name)
-    if args.json:
-        print(json.dumps(snap, indent=1))
-    elif args.prometheus:
+    if args.prometheus:
         sys.stdout.write(stats.prometheus(snap))
     else:
-        print(stats.table(snap))
+        emit(args, snap, stats.table(snap))
     return 0
 
 
 def _reset(args: argparse.Namespace) -> int:
-    for r in control.reset(args.name, args.stream, args.port):
-        where = f" on {r['port']}" if r["port"] else ""
-        print(f"data plane {args.name}: {r['function']} recovery of stream {r['stream']}{where} resets "
-              "at its next packet")
+    done = control.reset(args.name, args.stream, args.port)
+    emit(args, done, "\n".join(f"data plane {args.name}: {r['function']} recovery of stream {r['stream']}"
+                               + (f" on {r['port']}" if r["port"] else "") + " resets at its next packet"
+                               for r in done) or None)
     return 0
 
 

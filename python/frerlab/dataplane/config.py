@@ -1,8 +1,10 @@
 """The data plane configuration file: one FRER node (talker end-station, relay or listener) in
 the vocabulary of the IEEE YANG modules ieee802-dot1cb-stream-identification and
 ieee802-dot1cb-frer (stream-identity, sequence-generation, sequence-recovery,
-sequence-identification), with their names and defaults, validated with pydantic, and compiled
-into the map entries of bpf/frer.c (`compile_node`).
+sequence-identification), with their names and defaults, validated with pydantic: the schema
+of the file. frerlab.dataplane.compiler turns a configuration into the map entries of
+bpf/frer.c; validation runs it too (a configuration is valid when it compiles), and keeps
+the result as `NodeConfig.plan`.
 
 802.1CB leaves forwarding to the bridge (802.1Q): which ports a stream's frames leave by is
 frerlab's `stream-forwarding` list, and the interfaces the node owns are its `ports`. Every
@@ -22,9 +24,8 @@ from __future__ import annotations
 import functools
 import ipaddress
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import AfterValidator, AliasGenerator, BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
@@ -34,16 +35,16 @@ from frerlab.frer import SequenceRecovery as FrerRecovery
 from frerlab.names import MAX_IFNAME, pydantic_name
 from frerlab.yamlfile import read_mapping, validate
 
+if TYPE_CHECKING:
+    from frerlab.dataplane.compiler import NodePlan
+
 #: The pseudo-port of `stream-forwarding` that hands a stream to this host (listener role).
 LOCAL = "local"
 #: The data plane name when the file gives none.
 DEFAULT_NAME = "frerlab"
 _MAC = re.compile(r"^[0-9a-fA-F]{2}([:-][0-9a-fA-F]{2}){5}$")
-_PROTOCOLS = {"none": 0, "udp": 17, "tcp": 6, "sctp": 132}
-
-
 #: An address parsed once per text (a configuration with 64k IP identities repeats a few).
-_address = functools.lru_cache(maxsize=1024)(ipaddress.ip_address)
+ip_address = functools.lru_cache(maxsize=1024)(ipaddress.ip_address)
 
 
 def _mac(value: str) -> str:
@@ -59,9 +60,6 @@ Port = pydantic_name("port", MAX_IFNAME)
 OwnPort = pydantic_name("port", MAX_IFNAME, reserved=(LOCAL,))
 #: Longest list of ports, streams or entries in one configuration (checked before compiling).
 MAX_ENTRIES = layout.MAX_STREAMS
-#: A shape (layout.Shape) is hashed when at least this many identities have it: one hash
-#: lookup costs about what scanning two entries does.
-HASH_MIN_IDENTITIES = 2
 
 
 class _Model(BaseModel):
@@ -138,11 +136,11 @@ class IpId(_Model):
     def _valid(self) -> IpId:
         for name in ("ip_source", "ip_destination"):
             try:
-                _address(getattr(self, name))
+                ip_address(getattr(self, name))
             except ValueError:
                 raise ValueError(f"{name.replace('_', '-')} {getattr(self, name)!r} is not an IPv4 "
                                  "or IPv6 address (0.0.0.0 or :: to ignore)") from None
-        src, dst = (_address(a) for a in (self.ip_source, self.ip_destination))
+        src, dst = (ip_address(a) for a in (self.ip_source, self.ip_destination))
         if not src.is_unspecified and not dst.is_unspecified and src.version != dst.version:
             raise ValueError(f"ip-source {src} and ip-destination {dst} are of different IP versions")
         if self.next_protocol == "none" and (self.source_port or self.destination_port):
@@ -411,6 +409,8 @@ class NodeConfig(_Model):
 
     @model_validator(mode="after")
     def _consistent(self) -> NodeConfig:
+        from frerlab.dataplane.compiler import compile_node  # the compiler imports this module
+
         self._plan = compile_node(self)
         return self
 
@@ -423,374 +423,6 @@ class NodeConfig(_Model):
         """Where a recovery function of this configuration can black its stream out
         (SequenceRecovery.blackout_notes), for `dataplane up` to print."""
         return [note for rec in self.sequence_recovery for note in rec.blackout_notes()]
-
-
-# ---- compilation into map entries ----
-
-@dataclass
-class RecoveryPlan:
-    """One recovery function: its stream, instance (0: the one for every frame of the stream;
-    1 + p: the one placed on port p, or the individual one whose first port is p), the ports it
-    is on (none for instance 0), its configuration, and its latent error detection if any."""
-
-    stream: int
-    instance: int
-    handle: int
-    config: layout.RecoveryConfig
-    latent: LatentErrorDetection | None = None
-    ports: list[str] = field(default_factory=list)
-
-    @property
-    def function(self) -> str:
-        """"individual" or "sequence" (recovery), as the counters and messages name it."""
-        return "individual" if self.config.individual_recovery else "sequence"
-
-    @property
-    def port_label(self) -> str | None:
-        """Its ports comma-separated (None: the function for every frame of the stream)."""
-        return ",".join(self.ports) or None
-
-
-@dataclass(frozen=True)
-class OutputPlan:
-    """One copy of a stream: its port (name and index, or LOCAL) and any rewrite (OUT_*)."""
-
-    port: str
-    index: int = 0
-    flags: int = 0
-    dmac: bytes = bytes(6)
-    vid: int = 0
-    pcp: int = 0
-
-
-@dataclass
-class NodePlan:
-    """What `compile_node` makes of a configuration: map entries in the node's indices."""
-
-    ports: list[str]
-    handles: list[int]  # stream index -> handle
-    identities: list[layout.Identity] = field(default_factory=list)  # in the node's order
-    shapes: list[layout.Shape] = field(default_factory=list)  # of the hashed identities
-    hashed: dict[bytes, bytes] = field(default_factory=dict)  # identity_hash: key -> frer_id_hit
-    scanned: list[layout.Identity] = field(default_factory=list)  # the `identities` array
-    streams: list[tuple[int, list[OutputPlan]]] = field(default_factory=list)  # (flags, outputs)
-    recovery_ports: list[int] = field(default_factory=list)  # per stream: layout.stream rcvy_ports
-    individual_feeds: list[dict[int, int]] = field(default_factory=list)  # per stream: port -> instance
-    recoveries: list[RecoveryPlan] = field(default_factory=list)
-    ingress_ports: list[str] = field(default_factory=list)
-    egress_ports: list[str] = field(default_factory=list)
-    bridge_mask: int = 0
-    pvids: list[int] = field(default_factory=list)  # port index -> PVID
-
-
-def compile_node(cfg: NodeConfig) -> NodePlan:
-    """The map entries of a configuration; ValueError naming the first inconsistency."""
-    ports = cfg.ports
-    if len(set(ports)) != len(ports):
-        raise ValueError(f"ports {ports} name a port twice")
-
-    def port_index(name: str, where: str) -> int:
-        if name not in ports:
-            raise ValueError(f"{where}: port {name!r} is not one of ports ({', '.join(ports)})")
-        return ports.index(name)
-
-    for kind, entries in (("stream-identity", cfg.stream_identity),
-                          ("sequence-generation", cfg.sequence_generation),
-                          ("sequence-recovery", cfg.sequence_recovery)):
-        indices = [e.index for e in entries]
-        if len(set(indices)) != len(indices):
-            raise ValueError(f"{kind}: index values must be unique, got {indices}")
-    # handles that only name the per-copy rewrite of a split (active identities placed
-    # out-facing, nowhere identifying) are not streams of their own
-    identifying = {i.handle for i in cfg.stream_identity
-                   if i.received() or not i.dmac_vlan_stream_identification}
-    handles = sorted(identifying)
-    if len(handles) > layout.MAX_STREAMS:
-        raise ValueError(f"{len(handles)} stream handles is out of range (1..={layout.MAX_STREAMS}, "
-                         "FRER_MAX_STREAMS)")
-    stream_of = {h: s for s, h in enumerate(handles)}
-
-    def stream_index(handle: int, where: str) -> int:
-        if handle not in stream_of:
-            known = ", ".join(map(str, handles)) or "none"
-            raise ValueError(f"{where}: stream {handle} has no stream-identity (handles: {known})")
-        return stream_of[handle]
-
-    plan = NodePlan(ports=list(ports), handles=handles,
-                    bridge_mask=sum(1 << port_index(p, "bridge-ports") for p in cfg.bridge_ports),
-                    pvids=_pvids(cfg, port_index))
-    active_up: dict[int, DmacVlanSide] = {}  # by handle
-    active_down: dict[tuple[int, str], DmacVlanSide] = {}  # by (handle, output port)
-    for position, ident in enumerate(cfg.stream_identity):
-        where = f"stream-identity {ident.index}"
-        active = ident.dmac_vlan_stream_identification
-        if active:
-            for name, side in (("down", active.down), ("up", active.up)):
-                _vlan_rule(side.tagged, side.vlan, f"{where} {name}")
-            if ident.received():
-                active_up[ident.handle] = active.up
-            for p in ident.out_facing.output_port:
-                active_down[(ident.handle, p)] = active.down
-        if ident.handle not in identifying:
-            continue
-        stream = stream_index(ident.handle, where)
-        _check_in_facing_output(cfg, ident)
-        for direction, names in ((layout.DIR_INGRESS, ident.received()), (layout.DIR_EGRESS, ident.sent())):
-            if not names:
-                continue
-            mask = sum(1 << port_index(p, where) for p in names)
-            plan.identities.append(_identity(ident, stream, mask, direction, position))
-            target = plan.ingress_ports if direction == layout.DIR_INGRESS else plan.egress_ports
-            target.extend(p for p in names if p not in target)
-    plan.ingress_ports.extend(p for p in cfg.bridge_ports if p not in plan.ingress_ports)
-
-    _place_identities(plan)
-    flags = [0] * len(handles)
-    plan.recovery_ports = [0] * len(handles)
-    plan.individual_feeds = [{} for _ in handles]
-    for gen in cfg.sequence_generation:
-        for handle in gen.stream:
-            flags[stream_index(handle, f"sequence-generation {gen.index}")] |= layout.STREAM_GENERATE
-    placed: set[tuple[int, int]] = set()  # (stream, instance) of the recovery functions so far
-    for rec in cfg.sequence_recovery:
-        where = f"sequence-recovery {rec.index}"
-        for p in rec.port:
-            port_index(p, where)
-        for handle in rec.stream:
-            stream = stream_index(handle, where)
-            config = layout.RecoveryConfig(rec.algorithm, rec.history_length,
-                                           rec.timeout_ns(),
-                                           rec.individual_recovery, rec.take_no_sequence)
-            if rec.individual_recovery:
-                flags[stream] |= layout.STREAM_INDIVIDUAL
-                instance = 1 + ports.index(rec.port[0])
-                feeds = plan.individual_feeds[stream]
-                for p in rec.port:
-                    if ports.index(p) in feeds:
-                        raise ValueError(f"{where}: port {p} already feeds an individual recovery "
-                                         f"function of stream {handle} (one per member stream)")
-                    feeds[ports.index(p)] = instance
-                instances = [(instance, list(rec.port))]
-            elif rec.port:
-                plan.recovery_ports[stream] |= sum(1 << ports.index(p) for p in rec.port)
-                instances = [(1 + ports.index(p), [p]) for p in rec.port]
-            else:
-                flags[stream] |= layout.STREAM_RECOVER
-                instances = [(0, [])]
-            for instance, on in instances:
-                if (stream, instance) in placed:
-                    what = f"on port {on[0]}" if on else "for every frame of it"
-                    raise ValueError(f"{where}: stream {handle} already has a recovery function {what}")
-                placed.add((stream, instance))
-                plan.recoveries.append(RecoveryPlan(stream, instance, handle, config, rec.latent(), on))
-    if len(plan.recoveries) > layout.MAX_RCVY:
-        raise ValueError(f"{len(plan.recoveries)} recovery functions is out of range "
-                         f"(0..={layout.MAX_RCVY}, FRER_MAX_RCVY)")
-
-    encode = _encoding(cfg, flags, plan.recovery_ports, stream_index)
-    splits = _splits(cfg, stream_index)
-    forwarded = {}
-    for fwd in cfg.stream_forwarding:
-        where = f"stream-forwarding of stream {fwd.stream}"
-        stream = stream_index(fwd.stream, where)
-        if stream in forwarded:
-            raise ValueError(f"{where}: stream {fwd.stream} is forwarded twice")
-        if LOCAL in fwd.output_port and fwd.output_port[-1] != LOCAL:
-            raise ValueError(f"{where}: {LOCAL!r} must be the last output port (the frame itself "
-                             "goes up; copies go out first)")
-        outputs = []
-        for p in fwd.output_port:
-            index = 0 if p == LOCAL else port_index(p, where)
-            for member in splits.pop((fwd.stream, p), [fwd.stream]):
-                side = active_down.get((member, p)) or active_up.get(fwd.stream)
-                if member != fwd.stream and (member, p) not in active_down:
-                    raise ValueError(f"stream-split on port {p}: output-id {member} has no "
-                                     f"dmac-vlan-stream-identification out-facing on {p}")
-                flags_out = layout.OUT_LOCAL if p == LOCAL else 0
-                if side is None:
-                    outputs.append(OutputPlan(p, index, flags_out))
-                else:
-                    # without a priority the copy keeps its own class (FRER_OUT_SET_PCP unset)
-                    set_pcp = 0 if side.priority is None else layout.OUT_SET_PCP
-                    outputs.append(OutputPlan(p, index, flags_out | layout.OUT_SET_DMAC | layout.OUT_SET_VID
-                                              | set_pcp, _mac_bytes(side.destination_mac),
-                                              side.vlan, side.priority or 0))
-        if len(outputs) > layout.MAX_OUTPUTS:
-            raise ValueError(f"{where}: {len(outputs)} copies is out of range (1..={layout.MAX_OUTPUTS})")
-        forwarded[stream] = outputs
-    for handle, port in splits:
-        raise ValueError(f"stream-split on port {port}: stream {handle} is not forwarded to {port}")
-    sent_here = {i.stream for i in plan.identities if i.direction == layout.DIR_EGRESS}
-    _check_sent_frames_pass(plan, flags)
-    for stream, handle in enumerate(handles):
-        if stream not in forwarded:
-            raise ValueError(f"stream {handle} has no stream-forwarding entry: list the ports its "
-                             f"frames leave by (or {LOCAL!r} for this host)")
-        if stream in sent_here and len(forwarded[stream]) > 1 and not encode[stream]:
-            raise ValueError(f"stream {handle} is identified where this host sends it and copied to "
-                             "several ports, so its copies must leave with an R-TAG (else they would "
-                             "be identified and copied again)")
-        stream_flags = flags[stream] | (layout.STREAM_ENCODE if encode[stream] else 0)
-        plan.streams.append((stream_flags, forwarded[stream]))
-    return plan
-
-
-def _place_identities(plan: NodePlan) -> None:
-    """Which identities are hashed and which scanned (plan.shapes, hashed, scanned). The
-    identities of the up to layout.MAX_SHAPES shapes that most of them share (at least
-    HASH_MIN_IDENTITIES each) go into identity_hash, the rest into the scanned array. The order stays the
-    standard's: the program takes, of the identities matching a frame, the one with the lowest
-    position, hashed or scanned (docs/dataplane.md, identification); of hashed identities with
-    equal keys (equal matchers) the first is kept, since the later can never win. ValueError
-    when the scanned or hashed entries are more than the maps hold."""
-    by_shape: dict[layout.Shape, list[layout.Identity]] = {}
-    for ident in plan.identities:
-        shape = ident.shape()
-        if shape is not None:
-            by_shape.setdefault(shape, []).append(ident)
-    common = sorted((s for s, ids in by_shape.items() if len(ids) >= HASH_MIN_IDENTITIES),
-                    key=lambda s: (-len(by_shape[s]), by_shape[s][0].position))
-    plan.shapes = common[:layout.MAX_SHAPES]
-    for index, shape in enumerate(plan.shapes):
-        for ident in by_shape[shape]:
-            plan.hashed.setdefault(ident.hash_key(index), layout.ID_HIT.pack(ident.stream, ident.position))
-    plan.scanned = [i for i in plan.identities if i.shape() not in plan.shapes]
-    if len(plan.hashed) > layout.MAX_HASHED:
-        raise ValueError(f"{len(plan.hashed)} hashed identities is out of range (0..={layout.MAX_HASHED}, "
-                         "FRER_MAX_HASHED)")
-    if len(plan.scanned) > layout.MAX_IDENTITIES:
-        raise ValueError(f"{len(plan.scanned)} identities to scan is out of range (0..={layout.MAX_IDENTITIES}, "
-                         f"FRER_MAX_IDENTITIES): the identities of the {layout.MAX_SHAPES} shapes most of them "
-                         "share (the fields they compare, their tagged rule, whether their vlan is 0, their "
-                         "ports) are hashed, the others scanned; give fewer identities other "
-                         "shapes")
-
-
-def _check_in_facing_output(cfg: NodeConfig, ident: StreamIdentity) -> None:
-    """ValueError for an in-facing output-port identity whose stream has a recovery function
-    on that port: the data plane identifies received frames once, before any function of the
-    port, but in the standard the port's out-facing recovery sees them before an in-facing
-    identification names their stream, so it would not recover them."""
-    if not ident.in_facing.output_port:
-        return
-    for rec in cfg.sequence_recovery:
-        both = [p for p in ident.in_facing.output_port if p in rec.port]
-        if ident.handle in rec.stream and both:
-            raise ValueError(f"stream-identity {ident.index}: in-facing output-port {both[0]} names stream "
-                             f"{ident.handle} above the port's out-facing functions, but sequence-recovery "
-                             f"{rec.index} is out-facing on {both[0]} and needs the stream identified below it: "
-                             f"place the identity out-facing (out-facing: {{input-port: [{both[0]}]}})")
-
-
-def _check_sent_frames_pass(plan: NodePlan, flags: list[int]) -> None:
-    """ValueError for a recovery function that would discard every frame this host sends: the
-    host's frames carry no R-TAG, so without sequence-generation on the node the recovery
-    function for every frame of their stream discards them all unless it takes frames without
-    a sequence number (802.1CB 7.4.3.4, frerSeqRcvyTakeNoSequence)."""
-    sent_on: dict[int, set[str]] = {}  # stream -> the ports where the host's frames are identified
-    for i in plan.identities:
-        if i.direction == layout.DIR_EGRESS:
-            sent_on.setdefault(i.stream, set()).update(p for n, p in enumerate(plan.ports) if i.port_mask >> n & 1)
-    for r in plan.recoveries:
-        if (r.stream in sent_on and r.instance == 0 and not flags[r.stream] & layout.STREAM_GENERATE
-                and not r.config.take_no_sequence):
-            raise ValueError(f"sequence-recovery of stream {r.handle} would discard every frame this host "
-                             f"sends on {', '.join(sorted(sent_on[r.stream]))} (they carry no sequence "
-                             f"number): add sequence-generation for stream {r.handle}, or take-no-sequence: true")
-
-
-def _encoding(cfg: NodeConfig, flags: list[int], recovery_ports: list[int], stream_index) -> list[bool]:
-    """Whether each stream leaves with an R-TAG. sequence-identification decides where given
-    (all of a stream's output ports alike); by default a stream keeps or gets its tag unless
-    a sequence recovery function of it runs here (the eliminating node removes it)."""
-    encode = [not (f & layout.STREAM_RECOVER or ports) for f, ports in zip(flags, recovery_ports)]
-    outputs = {f.stream: [p for p in f.output_port if p != LOCAL] for f in cfg.stream_forwarding}
-    decided: dict[int, bool] = {}
-    for seq_id in cfg.sequence_identification:
-        for handle in seq_id.stream:
-            stream = stream_index(handle, "sequence-identification")
-            missing = set(outputs.get(handle, [])) - set(seq_id.port)
-            if missing or decided.get(stream, seq_id.active) != seq_id.active:
-                raise ValueError(f"sequence-identification: stream {handle} must be encoded alike on "
-                                 f"all its output ports ({', '.join(outputs.get(handle, []))})")
-            decided[stream] = encode[stream] = seq_id.active
-    return encode
-
-
-def _pvids(cfg: NodeConfig, port_index) -> list[int]:
-    """The PVID of each port, by port index (layout.DEFAULT_PVID unless port-settings say)."""
-    pvids = [layout.DEFAULT_PVID] * len(cfg.ports)
-    seen = set()
-    for entry in cfg.port_settings:
-        index = port_index(entry.port, "port-settings")
-        if index in seen:
-            raise ValueError(f"port-settings: port {entry.port!r} is listed twice")
-        seen.add(index)
-        pvids[index] = entry.pvid
-    return pvids
-
-
-def _splits(cfg: NodeConfig, stream_index) -> dict[tuple[int, str], list[int]]:
-    """(stream handle, port) -> the member handles its copies on that port become."""
-    splits: dict[tuple[int, str], list[int]] = {}
-    for split in cfg.stream_split:
-        for handle in split.input_id:
-            stream_index(handle, f"stream-split on port {split.port}")
-            if (handle, split.port) in splits:
-                raise ValueError(f"stream-split: stream {handle} is split twice on port {split.port}")
-            splits[(handle, split.port)] = list(split.output_id)
-    return splits
-
-
-def _mac_bytes(mac: str) -> bytes:
-    return bytes.fromhex(mac.replace(":", ""))
-
-
-def _vlan_rule(tagged: str, vid: int, where: str) -> tuple[int, int]:
-    if tagged == "priority" and vid:
-        raise ValueError(f"{where}: vlan {vid} with tagged: priority (priority frames have VID 0; "
-                         "use tagged: tagged or all)")
-    return layout.VLAN_MODES[tagged], vid
-
-
-def _identity(ident: StreamIdentity, stream: int, mask: int, direction: int, position: int) -> layout.Identity:
-    where = f"stream-identity {ident.index}"
-    base = dict(stream=stream, port_mask=mask, direction=direction, position=position)
-    if (null := ident.null_stream_identification) is not None:
-        mode, vid = _vlan_rule(null.tagged, null.vlan, where)
-        return layout.Identity(**base, vlan_mode=mode, vid=vid, fields=layout.MATCH_DMAC,
-                               dmac=_mac_bytes(null.destination_mac))
-    if (smac := ident.smac_vlan_stream_identification) is not None:
-        mode, vid = _vlan_rule(smac.tagged, smac.vlan, where)
-        return layout.Identity(**base, vlan_mode=mode, vid=vid, fields=layout.MATCH_SMAC,
-                               smac=_mac_bytes(smac.source_mac))
-    if (active := ident.dmac_vlan_stream_identification) is not None:
-        side = active.down
-        mode, vid = _vlan_rule(side.tagged, side.vlan, f"{where} down")
-        return layout.Identity(**base, vlan_mode=mode, vid=vid, fields=layout.MATCH_DMAC,
-                               dmac=_mac_bytes(side.destination_mac))
-    ip = ident.ip_stream_identification
-    mode, vid = _vlan_rule(ip.tagged, ip.vlan, where)
-    fields = layout.MATCH_IP
-    src, dst = (_address(a) for a in (ip.ip_source, ip.ip_destination))
-    for addr, flag in ((src, layout.MATCH_IP_SRC), (dst, layout.MATCH_IP_DST)):
-        if not addr.is_unspecified:
-            fields |= flag | (layout.MATCH_IPV4 if addr.version == 4 else layout.MATCH_IPV6)
-    if ip.destination_mac:
-        fields |= layout.MATCH_DMAC
-    if ip.dscp != 64:
-        fields |= layout.MATCH_DSCP
-    if ip.next_protocol != "none":
-        fields |= layout.MATCH_PROTO
-    if ip.source_port:
-        fields |= layout.MATCH_SPORT
-    if ip.destination_port:
-        fields |= layout.MATCH_DPORT
-    return layout.Identity(**base, vlan_mode=mode, vid=vid, fields=fields,
-                           dmac=_mac_bytes(ip.destination_mac) if ip.destination_mac else bytes(6),
-                           dscp=ip.dscp % 64, proto=_PROTOCOLS[ip.next_protocol],
-                           sport=ip.source_port, dport=ip.destination_port,
-                           ip_src=src.packed, ip_dst=dst.packed)
 
 
 SHAPE = "a data plane configuration is a mapping with ports, stream-identity, stream-forwarding, ..."

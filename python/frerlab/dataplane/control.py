@@ -25,15 +25,17 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from frerlab.dataplane import bpfsys, hooks, interfaces, layout
-from frerlab.dataplane.config import NodeConfig, NodePlan, parse_config
-from frerlab.dataplane.node import OBJECT, XDP_OBJECT, Node, pin_path, possible_cpus
-from frerlab import processes
+from frerlab.dataplane import hooks, interfaces, layout
+from frerlab.dataplane.compiler import NodePlan
+from frerlab.dataplane.config import NodeConfig, parse_config
+from frerlab.dataplane.node import OBJECT, XDP_OBJECT, Node, pin_path
+from frerlab import bpfsys, processes
 from frerlab.errors import UsageError
 from frerlab.frer import LatentErrorDetector
 from frerlab.names import MAX_IFNAME, RUN_DIR, check_name, inside, name_problem, pydantic_name
 from frerlab.statefiles import StateModel
 from frerlab.statefiles import read_state as read_state_file
+from frerlab.netns import Namespaces
 from frerlab.netns import exists as netns_exists
 from frerlab.netns import links as netns_links
 from frerlab.files import write_atomic
@@ -154,14 +156,12 @@ def probe(netns: str | None) -> None:
     if netns is not None and not netns_exists(netns):
         raise UsageError(f"network namespace {netns!r} does not exist (ip netns list shows those that do)")
     # the clsact qdisc, on a dummy-free device: lo of a throwaway namespace
-    ns = f"frerlab-probe-{os.getpid()}"
-    subprocess.run(["ip", "netns", "add", ns], check=True, capture_output=True)
-    try:
-        bpfsys.add_clsact(ns, "lo")
-    except bpfsys.BpfError as err:
-        raise UsageError(f"the kernel has no clsact qdisc (CONFIG_NET_SCH_INGRESS): {err}") from None
-    finally:
-        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+    with Namespaces(f"frerlab-probe-{os.getpid()}") as net:
+        net.add("clsact")
+        try:
+            bpfsys.add_clsact(net.ns["clsact"], "lo")
+        except bpfsys.BpfError as err:
+            raise UsageError(f"the kernel has no clsact qdisc (CONFIG_NET_SCH_INGRESS): {err}") from None
 
 
 def _check_ports(netns: str | None, ports: list[str]) -> None:
@@ -293,7 +293,7 @@ def snapshot(name: str) -> dict:
         ports = [{"port": port, **node.port_counters(index)} for index, port in enumerate(plan.ports)]
     finally:
         node.release()
-    return {"name": name, "netns": state["netns"], "time": time.time(), "cpus": possible_cpus(),
+    return {"name": name, "netns": state["netns"], "time": time.time(), "cpus": bpfsys.possible_cpus(),
             "streams": streams, "ports": ports, "latent": read_latent(name)}
 
 

@@ -21,7 +21,8 @@ see in another namespace nor keep as it is (measured on 6.18, docs/dataplane.md)
 
 from __future__ import annotations
 
-from frerlab.dataplane.config import LOCAL, NodePlan
+from frerlab.dataplane.compiler import NodePlan
+from frerlab.dataplane.config import LOCAL
 from frerlab.errors import UsageError
 from frerlab.netns import link_info
 

@@ -31,7 +31,8 @@ import subprocess
 from dataclasses import dataclass, field
 
 from frerlab.dataplane import layout
-from frerlab.dataplane.config import LOCAL, NodePlan
+from frerlab.dataplane.compiler import NodePlan
+from frerlab.dataplane.config import LOCAL
 from frerlab.errors import ToolFailed, UsageError
 from frerlab.netns import ip, link_info
 

@@ -6,7 +6,7 @@ ports `attach` is told to run it on (native or generic XDP). XDP sends a stream'
 broadcast through a device map of its output ports; where the copies are rewritten differently
 per port, the map runs frer_xdp_copy on each copy, which needs native XDP on the receiving
 port (a port that has only generic XDP then stays with tc). Loading and attaching go through
-frerlab's loader (frerlab.dataplane.bpfsys, on libbpf). A node told it holds at most
+frerlab's loader (frerlab.bpfsys, on libbpf). A node told it holds at most
 ARRAY_STREAMS streams keeps their state in array maps (the loader reshapes frer.o's hash maps
 before creating them): an array lookup is an indexed load, a hash lookup hashes the key and
 walks a bucket, and a frame takes five to ten such lookups.
@@ -25,8 +25,10 @@ from __future__ import annotations
 import errno
 from pathlib import Path
 
-from frerlab.dataplane import bpfsys, layout
-from frerlab.dataplane.config import LOCAL, NodePlan
+from frerlab import bpfsys
+from frerlab.dataplane import layout
+from frerlab.dataplane.compiler import NodePlan
+from frerlab.dataplane.config import LOCAL
 from frerlab.names import check_name, inside
 from frerlab.netns import entered
 
@@ -52,12 +54,6 @@ MAP_SIZES = {  # map name: (key size, value size), as in bpf/frer_common.h
 ARRAY_STREAMS = 1024
 #: Per-CPU counter maps: name -> layout of one CPU's value.
 PERCPU_MAPS = {"port_stats": layout.PORT_STATS, "stream_port_stats": layout.STREAM_PORT_STATS}
-
-
-def possible_cpus() -> int:
-    """The number of possible CPUs (the entries of a per-CPU map value)."""
-    text = Path("/sys/devices/system/cpu/possible").read_text().strip()
-    return sum(int(r.split("-")[-1]) - int(r.split("-")[0]) + 1 for r in text.split(","))
 
 
 def map_shapes(streams: int, ports: int = layout.MAX_PORTS) -> dict[str, tuple[str, int]]:
@@ -109,7 +105,7 @@ def open_maps(pin_dir: Path) -> dict[str, bpfsys.Map]:
     maps = {name: bpfsys.Map(pin_dir / "maps" / name, key_size, value_size)
             for name, (key_size, value_size) in MAP_SIZES.items()}
     for name, value in PERCPU_MAPS.items():
-        maps[name] = bpfsys.Map(pin_dir / "maps" / name, 4, value.size * possible_cpus())
+        maps[name] = bpfsys.Map(pin_dir / "maps" / name, 4, value.size * bpfsys.possible_cpus())
     return maps
 
 
@@ -213,7 +209,7 @@ class Node:
         self.maps["settings"].update(layout.key(0), layout.settings(self.n_identities))
 
     def apply(self, plan: NodePlan) -> None:
-        """Writes a compiled configuration (config.compile_node) into the maps."""
+        """Writes a compiled configuration (compiler.compile_node) into the maps."""
         if plan.ports != self.ports:
             raise ValueError(f"the plan's ports {plan.ports} are not this node's ({self.ports})")
         self._check_capacity(len(plan.streams))

@@ -1,6 +1,8 @@
-"""A minimal two-path topology in network namespaces for exercising and measuring the data
-plane: talker (198.18.0.1) - sw1 - paths a and b - sw2 - listener (198.18.0.2), one direction
-(talker to listener), static neighbour, IPv6 off.
+"""The data plane's own harness for exercising and measuring it: the testbed's topology
+(frerlab.testbed.bed.build) with each path a plain veth from sw1 to sw2 (DIRECT_LINKS: no path
+namespace, no impairment, no shaping), talker (198.18.0.1) - sw1 - paths a (port p1) and b
+(p2) - sw2 - listener (198.18.0.2), the switches' host ports p4; one direction (talker to
+listener). What this module adds is what each benchmark mode loads on it.
 
 mode "frer": sw1 numbers and replicates onto both paths, sw2 eliminates and removes the R-TAG
 (frerlab's eBPF data plane). The baselines are plain tc redirects with no FRER
@@ -23,9 +25,7 @@ for more streams than they carry (frerlab.dataplane.node.map_shapes: past 1,024,
 instead of arrays), to measure what the maps cost alone. `rewrite_b` has sw1 write path b's
 copies' destination MAC (the listener's own, so the listener takes either copy): the copies
 then differ per port, as with active stream identification on one path, and XDP rewrites each
-as it leaves (frer_xdp_copy), to measure what that costs. The full
-testbed (shaping, impairments, both directions, `frerlab testbed`) is issue 4; this is the
-data plane's own harness.
+as it leaves (frer_xdp_copy), to measure what that costs.
 """
 
 from __future__ import annotations
@@ -37,20 +37,20 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from frerlab.dataplane import bpfsys, layout
-from frerlab.dataplane.bpfsys import add_clsact, attach_ingress, attach_tc, attach_xdp, detach, ifindex
+from frerlab import bpfsys
+from frerlab.bpfsys import add_clsact, attach_ingress, attach_tc, attach_xdp, detach, ifindex
+from frerlab.dataplane import layout
 from frerlab.dataplane.config import NodeConfig, parse_config
 from frerlab.dataplane.node import Node
 from frerlab.netns import Namespaces, entered, ip, link_info
+from frerlab.testbed import bed
+from frerlab.testbed.plan import HOST_PORT, LISTENER_IP, LISTENER_MAC, PATH_PORTS, SWITCH_HOST_PORT
 from frerlab.traffic.across import stream_across
 
 REDIRECT_OBJECT = Path(__file__).resolve().parents[3] / "bpf" / "build" / "redirect.o"
-# veths: (namespace role, interface, namespace role, interface)
-LINKS = [("tal", "t0", "sw1", "up"), ("sw1", "pa", "sw2", "pa"), ("sw1", "pb", "sw2", "pb"),
-         ("sw2", "down", "lis", "l0")]
-LISTENER_IP = "198.18.0.2"
-#: MTU of the path links: room for an R-TAG (6 bytes) on a full-size frame.
-PATH_MTU = 1506
+PATH_A, PATH_B = PATH_PORTS["a"], PATH_PORTS["b"]
+#: Each switch's ports in the order of its node's port numbers.
+SWITCH_PORTS = {"sw1": [SWITCH_HOST_PORT, PATH_A, PATH_B], "sw2": [PATH_A, PATH_B, SWITCH_HOST_PORT]}
 _ids = itertools.count()
 MODES = ("frer", "plain", "plain-dual", "xdp-frer", "xdp-plain", "xdp-plain-dual")
 #: bpf/redirect.c struct spread: n, next, sport, dport, restore, pad.
@@ -78,13 +78,15 @@ def spread_config(role: str, streams: int, history_length: int, name: str) -> No
                                               "destination-port": stream_ports(s)[1]}} for s in range(streams)]
     handles = list(range(streams))
     if role == "sw1":
-        return parse_config({"name": f"{name}-sw1", "ports": ["up", "pa", "pb"], "stream-identity": identities(["up"]),
+        return parse_config({"name": f"{name}-sw1", "ports": SWITCH_PORTS["sw1"],
+                             "stream-identity": identities([SWITCH_HOST_PORT]),
                              "sequence-generation": [{"index": 0, "stream": handles}],
-                             "stream-forwarding": [{"stream": s, "output-port": ["pa", "pb"]} for s in handles]})
-    return parse_config({"name": f"{name}-sw2", "ports": ["pa", "pb", "down"], "stream-identity": identities(["pa", "pb"]),
+                             "stream-forwarding": [{"stream": s, "output-port": [PATH_A, PATH_B]} for s in handles]})
+    return parse_config({"name": f"{name}-sw2", "ports": SWITCH_PORTS["sw2"],
+                         "stream-identity": identities([PATH_A, PATH_B]),
                          "sequence-recovery": [{"index": 0, "stream": handles, "history-length": history_length,
                                                 "reset-timeout": 1000}],
-                         "stream-forwarding": [{"stream": s, "output-port": ["down"]} for s in handles]})
+                         "stream-forwarding": [{"stream": s, "output-port": [SWITCH_HOST_PORT]} for s in handles]})
 
 
 class TwoPath:
@@ -124,58 +126,56 @@ class TwoPath:
         self.close()
 
     def _build(self) -> None:
-        self.net.add("tal", "sw1", "sw2", "lis")
-        for a_ns, a_if, b_ns, b_if in LINKS:
-            # Paths carry R-tagged frames, 6 bytes longer than the hosts' (as a VLAN tag would be).
-            self.net.link(a_ns, a_if, b_ns, b_if, mtu=PATH_MTU if a_if.startswith("p") else 1500)
-        self.net.run("tal", "ip", "addr", "add", "198.18.0.1/24", "dev", "t0")
-        self.net.run("lis", "ip", "addr", "add", f"{LISTENER_IP}/24", "dev", "l0")
-        self.net.run("tal", "ip", "neigh", "replace", LISTENER_IP, "lladdr", self.net.mac("lis", "l0"),
-                     "dev", "t0", "nud", "permanent")
+        # paths carry R-tagged frames in every mode, the hosts' links none
+        bed.build(self.net, bed.DIRECT_LINKS, lambda link: bed.LINK_MTU if bed.is_path_link(link) else bed.IP_MTU)
         xdp = self.mode.startswith("xdp")
         if xdp:
-            self._plain("lis", {"l0": ("xdp_pass", None)}, xdp=True)
+            self._plain("listener", {HOST_PORT: ("xdp_pass", None)}, xdp=True)
             # a redirected XDP frame leaves its skb's checksum offload behind: the talker
             # must send complete checksums
-            self.net.run("tal", "ethtool", "-K", "t0", "tx", "off")
+            self.net.run("talker", "ethtool", "-K", HOST_PORT, "tx", "off")
         if self.streams > 1:
             self._spread()
         if self.mode in ("frer", "xdp-frer"):
-            self.sw1 = Node(f"{self.prefix}-sw1", self.ns["sw1"], ["up", "pa", "pb"], xdp=xdp,
+            self.sw1 = Node(f"{self.prefix}-sw1", self.ns["sw1"], SWITCH_PORTS["sw1"], xdp=xdp,
                             streams=self.room).__enter__()
-            self.sw2 = Node(f"{self.prefix}-sw2", self.ns["sw2"], ["pa", "pb", "down"], xdp=xdp,
+            self.sw2 = Node(f"{self.prefix}-sw2", self.ns["sw2"], SWITCH_PORTS["sw2"], xdp=xdp,
                             streams=self.room).__enter__()
             if self.streams > 1:
                 sw1, sw2 = spread_configs(self.streams, self.history_length, self.prefix)
                 self.sw1.apply(sw1.plan)
                 self.sw2.apply(sw2.plan)
             else:
-                dmacs = {"pb": bytes.fromhex(self.net.mac("lis", "l0").replace(":", ""))} if self.rewrite_b else None
-                self.sw1.add_stream(0, ingress=["up"], outputs=["pa", "pb"], generate=True, encode=True, dmacs=dmacs)
-                self.sw2.add_stream(0, ingress=["pa", "pb"], outputs=["down"], recovery=layout.RecoveryConfig(
-                    history_length=self.history_length, reset_timeout_ns=1_000_000_000))
+                dmacs = {PATH_B: bytes.fromhex(LISTENER_MAC.replace(":", ""))} if self.rewrite_b else None
+                self.sw1.add_stream(0, ingress=[SWITCH_HOST_PORT], outputs=[PATH_A, PATH_B], generate=True,
+                                    encode=True, dmacs=dmacs)
+                self.sw2.add_stream(0, ingress=[PATH_A, PATH_B], outputs=[SWITCH_HOST_PORT],
+                                    recovery=layout.RecoveryConfig(history_length=self.history_length,
+                                                                   reset_timeout_ns=1_000_000_000))
             for role, node in (("sw1", self.sw1), ("sw2", self.sw2)):
                 node.attach(xdp={port: "native" for port in node.ports} if xdp else None)
                 self.programs[role].append(node.pin_dir / ("xdp/frer_xdp" if xdp else "frer_ingress"))
             if xdp and self.rewrite_b:  # run by the device map on each copy, after frer_xdp
                 self.programs["sw1"].append(self.sw1.pin_dir / "xdp" / "frer_xdp_copy")
         elif self.mode == "xdp-plain":
-            self._plain("sw1", {"up": ("xdp_plain_redirect", "pa")}, xdp=True)
-            self._plain("sw2", {"pa": ("xdp_plain_redirect", "down")}, xdp=True)
+            self._plain("sw1", {SWITCH_HOST_PORT: ("xdp_plain_redirect", PATH_A)}, xdp=True)
+            self._plain("sw2", {PATH_A: ("xdp_plain_redirect", SWITCH_HOST_PORT)}, xdp=True)
         elif self.mode == "xdp-plain-dual":
-            self._plain("sw1", {"up": ("xdp_plain_copy", None)}, copy={"up": ["pa", "pb"]}, xdp=True)
-            self._plain("sw2", {"pa": ("xdp_plain_redirect", "down"), "pb": ("xdp_plain_drop", None)}, xdp=True)
+            self._plain("sw1", {SWITCH_HOST_PORT: ("xdp_plain_copy", None)}, copy={SWITCH_HOST_PORT: [PATH_A, PATH_B]},
+                        xdp=True)
+            self._plain("sw2", {PATH_A: ("xdp_plain_redirect", SWITCH_HOST_PORT), PATH_B: ("xdp_plain_drop", None)},
+                        xdp=True)
         elif self.mode == "plain":
-            self._plain("sw1", {"up": ("plain_redirect", "pa")})
-            self._plain("sw2", {"pa": ("plain_redirect", "down")})
+            self._plain("sw1", {SWITCH_HOST_PORT: ("plain_redirect", PATH_A)})
+            self._plain("sw2", {PATH_A: ("plain_redirect", SWITCH_HOST_PORT)})
         else:
-            self._plain("sw1", {"up": ("plain_copy", "pb")}, copy={"up": ["pa"]})
-            self._plain("sw2", {"pa": ("plain_redirect", "down"), "pb": ("plain_drop", None)})
+            self._plain("sw1", {SWITCH_HOST_PORT: ("plain_copy", PATH_B)}, copy={SWITCH_HOST_PORT: [PATH_A]})
+            self._plain("sw2", {PATH_A: ("plain_redirect", SWITCH_HOST_PORT), PATH_B: ("plain_drop", None)})
 
     def _spread(self) -> None:
         """spread_ports on the talker's egress, unspread_ports on the listener's ingress."""
-        for role, port, program, hook in (("tal", "t0", "spread_ports", "egress"),
-                                          ("lis", "l0", "unspread_ports", "ingress")):
+        for role, port, program, hook in (("talker", HOST_PORT, "spread_ports", "egress"),
+                                          ("listener", HOST_PORT, "unspread_ports", "ingress")):
             netns = self.ns[role]
             pin_dir = bpfsys.BPFFS / f"{self.prefix}-{role}-spread"
             bpfsys.load_and_pin(REDIRECT_OBJECT, pin_dir)
@@ -218,11 +218,11 @@ class TwoPath:
                 attach_xdp(netns, port_in, pin_dir / program, "native")
             else:
                 attach_ingress(netns, port_in, pin_dir / program)
-            if role != "lis":
+            if role != "listener":
                 self.programs[role].append(pin_dir / program)
 
     def exec(self, role: str, argv: list[str]) -> list[str]:
-        """`argv` wrapped to run in the namespace of `role` (tal, sw1, sw2, lis)."""
+        """`argv` wrapped to run in the namespace of `role` (talker, sw1, sw2, listener)."""
         return self.net.exec(role, argv)
 
     def stream(self, send_args: list[str], during: Callable[[], None] | None = None,
@@ -231,17 +231,17 @@ class TwoPath:
         duration, frame size) while `frerlab gen recv` listens; `during` runs while it flows.
         Returns the receiver's report of the stream (lost, duplicates, latency, ...)."""
         with tempfile.TemporaryDirectory(prefix="frerlab-twopath-") as tmp:
-            reports = stream_across(self.exec("tal", []), self.exec("lis", []), LISTENER_IP, send_args, Path(tmp),
-                                    during=during, timeout_s=timeout_s)
+            reports = stream_across(self.exec("talker", []), self.exec("listener", []), LISTENER_IP, send_args,
+                                    Path(tmp), during=during, timeout_s=timeout_s)
         return reports.stream()
 
     def listener_rx_frames(self) -> int:
         """Frames the listener's interface has received so far."""
-        return link_info(self.ns["lis"], "l0")["stats64"]["rx"]["packets"]
+        return link_info(self.ns["listener"], HOST_PORT)["stats64"]["rx"]["packets"]
 
     def set_path(self, path: str, up: bool) -> None:
         """Cuts (`up=False`) or restores path `path` ('a' or 'b') at sw1."""
-        ip("-n", self.ns["sw1"], "link", "set", f"p{path}", "up" if up else "down")
+        ip("-n", self.ns["sw1"], "link", "set", PATH_PORTS[path], "up" if up else "down")
 
     def close(self) -> None:
         """Removes nodes, pins and namespaces; safe to call twice."""

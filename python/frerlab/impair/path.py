@@ -39,10 +39,8 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from frerlab.dataplane import bpfsys
-from frerlab.dataplane.bpfsys import attach_ingress, detach, ifindex
-from frerlab.dataplane.node import possible_cpus
-from frerlab import processes
+from frerlab import bpfsys, processes
+from frerlab.bpfsys import attach_ingress, detach, ifindex, possible_cpus
 from frerlab.errors import ToolFailed, UsageError
 from frerlab.names import MAX_IFNAME, RUN_DIR, pydantic_name
 from frerlab.statefiles import StateModel

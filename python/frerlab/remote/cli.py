@@ -6,9 +6,9 @@ run a switch configuration script on the switch's management, line by line."""
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
+from frerlab.cli_output import add_json, emit
 from frerlab.errors import UsageError
 from frerlab.remote.hosts import read_hosts
 from frerlab.yamlfile import read_text
@@ -27,13 +27,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     check = verbs.add_parser("check", help="log in to every host and print its pre-flight", epilog=EPILOG,
                              formatter_class=argparse.RawDescriptionHelpFormatter)
     check.add_argument("hosts", type=Path, help="the hosts file (YAML)")
-    check.add_argument("--json", action="store_true", help="print the pre-flight record as JSON")
+    add_json(check, "the pre-flight record")
     check.set_defaults(func=_check)
     push = verbs.add_parser("push", help="run a switch configuration script on the switch's management, line by line",
                             epilog=PUSH_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     push.add_argument("hosts", type=Path, help="the hosts file (YAML), with a `switch` entry")
     push.add_argument("script", type=Path, help="the configuration script: one shell command per line")
     push.add_argument("--dry-run", action="store_true", help="print what would run on which host; log in to nothing")
+    add_json(push, "the commands and whether they ran")
     push.set_defaults(func=_push)
 
 
@@ -44,6 +45,7 @@ LAN966x BSP tool calls that configure FRER on a switch; they run in order on the
 examples:
   frerlab hosts push lab-hosts.yaml sw1.sh --dry-run     what would run, and where
   frerlab hosts push lab-hosts.yaml sw1.sh
+  frerlab hosts push lab-hosts.yaml sw1.sh --json        the commands run, as JSON
 """
 
 
@@ -61,10 +63,11 @@ def _push(args: argparse.Namespace) -> int:
     commands = script_commands(args.script)
     if not commands:
         raise UsageError(f"{args.script} holds no command (one shell command per line)")
+    result = {"switch": hosts.switch.address, "script": args.script, "dry_run": args.dry_run,
+              "commands": [{"line": n, "command": command} for n, command in commands]}
     if args.dry_run:
-        print(f"would run on switch {hosts.switch.address}, in order, stopping at the first failure:")
-        for n, command in commands:
-            print(f"  {args.script}:{n}: {command}")
+        emit(args, result, "\n".join([f"would run on switch {hosts.switch.address}, in order, stopping at the first "
+                                      "failure:", *(f"  {args.script}:{n}: {command}" for n, command in commands)]))
         return 0
     from frerlab.remote.ssh import RemoteError, Session
 
@@ -74,8 +77,9 @@ def _push(args: argparse.Namespace) -> int:
             if done.returncode != 0:
                 raise RemoteError(f"{args.script}:{n}: `{command}` failed on the switch with status "
                                   f"{done.returncode}: {(done.stderr or done.stdout).strip()[-300:]}")
-            print(f"{args.script}:{n}: ok  {command}")
-    print(f"{len(commands)} commands run on switch {hosts.switch.address}")
+            if not args.json:
+                print(f"{args.script}:{n}: ok  {command}")
+    emit(args, result, f"{len(commands)} commands run on switch {hosts.switch.address}")
     return 0
 
 
@@ -87,7 +91,7 @@ def _check(args: argparse.Namespace) -> int:
         report = preflight(session)
     ok, why = one_way_latency_allowed(report)
     if args.json:
-        print(json.dumps({"hosts": report, "one_way_latency": {"allowed": ok, "why": why}}, indent=1))
+        emit(args, {"hosts": report, "one_way_latency": {"allowed": ok, "why": why}})
         return 0
     for role, host in report.items():
         tools = ", ".join(f"{name} {'missing' if v is None else v}" for name, v in host["tools"].items())

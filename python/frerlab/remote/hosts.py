@@ -20,7 +20,7 @@ text), encrypted, or not a known_hosts file is refused naming the file, never sh
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -49,7 +49,7 @@ class SshTarget(_Model):
     port: int = Field(22, ge=1, le=65535)
     user: str = Field("root", min_length=1, max_length=64)
     key: FilePath | None = None
-    known_hosts: Union[FilePath, Literal["none"], None] = None
+    known_hosts: FilePath | Literal["none"] | None = None
     jump: SshTarget | None = None
     interface: str | None = Field(None, min_length=1, max_length=15)
     connect_timeout_s: float = Field(10.0, gt=0, le=300)

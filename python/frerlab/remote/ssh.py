@@ -70,7 +70,7 @@ class RemoteProcess:
             return Done(_exit_code(done), done.stdout or "", done.stderr or "")
         try:
             self.result = self.session._call(finish())
-        except (asyncio.TimeoutError, TimeoutError):
+        except TimeoutError:
             raise RemoteError(f"{shlex.join(self.argv)} on {self.role} did not end within {timeout_s:g} s") from None
         if self.result.returncode < 0:
             raise RemoteError(f"{shlex.join(self.argv)} on {self.role} was killed by signal {-self.result.returncode}")
@@ -134,7 +134,7 @@ class Session:
         except asyncssh.HostKeyNotVerifiable as err:
             raise RemoteError(f"{role}: the host key of {target.address} is not known ({err.reason}): add it to "
                               f"{target.known_hosts or '~/.ssh/known_hosts'}, or set known_hosts: none") from None
-        except (OSError, asyncssh.Error, asyncio.TimeoutError, TimeoutError) as err:
+        except (OSError, asyncssh.Error, TimeoutError) as err:
             reason = getattr(err, "strerror", None) or getattr(err, "reason", None) or type(err).__name__
             raise RemoteError(f"{role}: cannot reach {target.address}: {reason}") from None
 
@@ -155,7 +155,7 @@ class Session:
             return Done(_exit_code(done), done.stdout or "", done.stderr or "")
         try:
             found = self._call(_gather([one(r, a) for r, a in commands.items()]))
-        except (asyncio.TimeoutError, TimeoutError):
+        except TimeoutError:
             raise RemoteError(f"a command on {', '.join(commands)} did not end within {timeout_s:g} s") from None
         results = dict(zip(commands, found))
         if check:

@@ -5,15 +5,17 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from frerlab.cli_output import add_json, add_output, emit
 from frerlab.errors import UsageError
 from frerlab.names import output_dir, output_file, shown
 from frerlab.report import write_report
-from frerlab.sim.units import rate_bps
+from frerlab.units import rate_bps
 
 EXAMPLES = """examples:
   frerlab report results/quick                       report.html beside you, images in report-images/
   frerlab report frer-runs ctl-runs -o cmp.html      two result sets compared (the second against the first)
   frerlab report imported --line-rate 1Gbps          seed-style imports, with the 1 GbE line-rate curve
+  frerlab report results/quick --json                the page, images and figures as JSON
 """
 
 
@@ -26,11 +28,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("results", type=Path, nargs="+", metavar="RESULTS_DIR",
                         help="results directories; with several, each is compared with the first")
-    parser.add_argument("-o", "--output", type=Path, default=Path("report.html"), help="the page (default report.html)")
+    add_output(parser, "the page (default report.html)", default=Path("report.html"))
     parser.add_argument("--images", type=Path, help="where the PNG and SVG files go (default: beside the page, "
                                                     "in <page name>-images/)")
     parser.add_argument("--line-rate", help="the line rate for the theoretical throughput curve when the results do "
                                             "not carry it (imports), e.g. 1Gbps")
+    add_json(parser, "the page, the images directory and the figures")
     parser.set_defaults(func=_report)
 
 
@@ -48,5 +51,6 @@ def _report(args: argparse.Namespace) -> int:
         if line == 0:
             raise UsageError("--line-rate 0 is out of range: give the link's rate, e.g. 1Gbps")
     drawn = write_report(args.results, args.output, images, line)
-    print(f"report: {args.output} ({len(drawn)} figures; images in {images})")
+    emit(args, {"page": args.output, "images": images, "figures": [{"id": f.id, "title": f.title} for f in drawn]},
+         f"report: {args.output} ({len(drawn)} figures; images in {images})")
     return 0

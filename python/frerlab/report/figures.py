@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 import altair as alt
 
-from frerlab.bench.campaign import Verdict
+from frerlab.bench.verdict import Verdict
 from frerlab.report.sources import Source
-from frerlab.traffic.record import L1_OVERHEAD
+from frerlab.units import L1_OVERHEAD_BYTES
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -171,13 +171,13 @@ def throughput_vs_frame_size(sources: list[Source], label, line_rate_bps: float 
     lines = []
     if line:
         for f in sorted(set(CURVE_FRAME_SIZES) | {p["x"] for p in points if p}):
-            lines.append({"series": "line rate, L2 (frame bits incl. FCS)", "x": f, "y": line * f / (f + L1_OVERHEAD) / 1e6})
-            lines.append({"series": f"line rate, L1 (frame + {L1_OVERHEAD} B preamble, SFD, IFG)", "x": f,
+            lines.append({"series": "line rate, L2 (frame bits incl. FCS)", "x": f, "y": line * f / (f + L1_OVERHEAD_BYTES) / 1e6})
+            lines.append({"series": f"line rate, L1 (frame + {L1_OVERHEAD_BYTES} B preamble, SFD, IFG)", "x": f,
                           "y": line / 1e6})
     caption = ("Throughput at layer 2 (frame bits, FCS included) per frame size, mean over valid repetitions with "
                "its 95 % interval. Dashed: the theoretical maximum at "
                f"{'an unknown line rate' if not line else f'{line / 1e6:g} Mbit/s'}: at L1 every frame also "
-               f"takes {L1_OVERHEAD} B of preamble, SFD and inter-frame gap, so L2 stays below it."
+               f"takes {L1_OVERHEAD_BYTES} B of preamble, SFD and inter-frame gap, so L2 stays below it."
                + _excluded(groups))
     return _figure(points, id="throughput-vs-frame-size", title="Throughput vs frame size", caption=caption,
                    x_title="frame size (B)", y_title="throughput, Mbit/s (L2)", lines=lines, tooltip={"n": "n"})
@@ -186,7 +186,7 @@ def throughput_vs_frame_size(sources: list[Source], label, line_rate_bps: float 
 def _line_rate_bps(sources: list[Source]) -> float | None:
     """The L1 line rate a campaign's throughput units searched under (line_rate_fps at a size)."""
     for _, u in _units(sources, "throughput"):
-        return u["detail"]["line_rate_fps"] * (u["unit"]["params"]["frame_size"] + L1_OVERHEAD) * 8
+        return u["detail"]["line_rate_fps"] * (u["unit"]["params"]["frame_size"] + L1_OVERHEAD_BYTES) * 8
     return None
 
 
@@ -402,12 +402,15 @@ def sim_figures(sources: list[Source]) -> list[Figure]:
 def hotspot_queues(sources: list[Source]) -> Figure | None:
     """The hotspot queue of every simulator run whose scenario has an output-generated hotspot
     (`frerlab.sim.hotspot.hotspot_of`), one series per run: mechanisms side by side."""
+    runs = [s for s in sources if s.kind == "sim" and s.scenario is not None]
+    if not runs:  # the simulator's modules load the native module: only a report of simulator runs needs them
+        return None
     from frerlab.errors import UsageError
     from frerlab.sim.hotspot import hotspot_of
-    from frerlab.sim.scenario import parse_scenario
+    from frerlab.sim.schema import parse_scenario
 
     points = []
-    for s in (s for s in sources if s.kind == "sim" and s.scenario is not None):
+    for s in runs:
         try:
             found = hotspot_of(parse_scenario(s.scenario, str(s.path / "scenario.json")))
         except UsageError:  # a run stored by a frerlab whose scenario vocabulary differed
@@ -434,57 +437,57 @@ def sweep_figures(sources: list[Source]) -> list[Figure]:
             found += _hotspot_sweep(s, table, list(table.columns[:list(table.columns).index("drain_time_s")]))
             continue
         grid = list(table.columns[:list(table.columns).index("stream")])
-        field, others = grid[0], grid[1:]
-        parsed = [_sweep_value(v) for v in table[field]]
+        axis, others = grid[0], grid[1:]
+        parsed = [_sweep_value(v) for v in table[axis]]
         if None in parsed or len({unit for _, unit in parsed}) > 1:
             continue  # not one kind of number: nothing to put on an axis
         rows = [(xv, r) for (xv, _), r in zip(parsed, table.to_dict("records"))]
-        x_title = f"{field} ({parsed[0][1]})" if parsed[0][1] else field
+        x_title = f"{axis} ({parsed[0][1]})" if parsed[0][1] else axis
 
-        def name(r: dict, what: str = "") -> str:
+        def name(r: dict, what: str = "", others: list[str] = others) -> str:
             return " ".join([str(r["stream"]), *(f"{o}={r[o]}" for o in others), what]).strip()
-        loss = [{"series": name(r), "x": xv, "y": r["loss_ratio"] * 100, "value": str(r[field])} for xv, r in rows]
-        latency = [{"series": name(r, f"P{p}"), "x": xv, "y": r[f"latency_{key}_ns"] / 1000, "value": str(r[field])}
+        loss = [{"series": name(r), "x": xv, "y": r["loss_ratio"] * 100, "value": str(r[axis])} for xv, r in rows]
+        latency = [{"series": name(r, f"P{p}"), "x": xv, "y": r[f"latency_{key}_ns"] / 1000, "value": str(r[axis])}
                    for xv, r in rows for p, key in (("50", "p50"), ("99", "p99"), ("99.9", "p99_9"))
                    if r.get(f"latency_{key}_ns") == r.get(f"latency_{key}_ns")]  # NaN: no frame arrived
-        slug, title = _slug(s.label), f"Simulator sweep over {field} ({s.label})"
+        slug, title = _slug(s.label), f"Simulator sweep over {axis} ({s.label})"
         found.append(_figure(loss, id=f"sweep-loss-{slug}", title=f"{title}: loss", x_title=x_title,
-                             y_title="frame loss (%)", tooltip={"value": field},
-                             caption=f"Each stream's frame loss at every point of the sweep over {field} "
+                             y_title="frame loss (%)", tooltip={"value": axis},
+                             caption=f"Each stream's frame loss at every point of the sweep over {axis} "
                                      "(one simulator run per point)."))
         found.append(_figure(latency, id=f"sweep-latency-{slug}", title=f"{title}: latency", x_title=x_title,
-                             y_title="latency (µs)", y_log=True, tooltip={"value": field},
-                             caption=f"Each stream's latency percentiles at every point of the sweep over {field}."))
+                             y_title="latency (µs)", y_log=True, tooltip={"value": axis},
+                             caption=f"Each stream's latency percentiles at every point of the sweep over {axis}."))
     return [f for f in found if f]
 
 
 def _hotspot_sweep(s: Source, table: pd.DataFrame, grid: list[str]) -> list[Figure]:
     """Drain time and busiest-link control traffic of every run against the first grid field
     that holds one kind of number; the other fields name the series."""
-    for field in grid:
-        parsed = [_sweep_value(v) for v in table[field]]
+    for axis in grid:
+        parsed = [_sweep_value(v) for v in table[axis]]
         if None not in parsed and len({unit for _, unit in parsed}) == 1:
             break
     else:
         return []
-    others = [g for g in grid if g != field]
-    x_title = f"{field} ({parsed[0][1]})" if parsed[0][1] else field
+    others = [g for g in grid if g != axis]
+    x_title = f"{axis} ({parsed[0][1]})" if parsed[0][1] else axis
     rows = [(xv, r) for (xv, _), r in zip(parsed, table.to_dict("records"))]
 
     def name(r: dict) -> str:
         return " ".join(f"{o}={r[o]}" for o in others) or "run"
-    drain = [{"series": name(r), "x": xv, "y": r["drain_time_s"] * 1000, "value": str(r[field])}
+    drain = [{"series": name(r), "x": xv, "y": r["drain_time_s"] * 1000, "value": str(r[axis])}
              for xv, r in rows if r["drain_time_s"] == r["drain_time_s"]]  # NaN: never drained
-    control = [{"series": name(r), "x": xv, "y": r["control_bps"] / 1e6, "value": str(r[field])}
+    control = [{"series": name(r), "x": xv, "y": r["control_bps"] / 1e6, "value": str(r[axis])}
                for xv, r in rows if r["control_bps"] > 0]
-    slug, title = _slug(s.label), f"Hotspot sweep over {field} ({s.label})"
+    slug, title = _slug(s.label), f"Hotspot sweep over {axis} ({s.label})"
     return [f for f in (
         _figure(drain, id=f"hotspot-drain-{slug}", title=f"{title}: transient response", x_title=x_title,
-                y_title="drain time (ms)", tooltip={"value": field},
+                y_title="drain time (ms)", tooltip={"value": axis},
                 caption="Time from the hotspot's onset until its queue, past its peak, first falls below the "
                         "threshold (frerlab.sim.hotspot.metrics). A run without a point never drained."),
         _figure(control, id=f"hotspot-control-{slug}", title=f"{title}: control overhead", x_title=x_title,
-                y_title="control traffic on the busiest link (Mbit/s)", y_log=True, tooltip={"value": field},
+                y_title="control traffic on the busiest link (Mbit/s)", y_log=True, tooltip={"value": axis},
                 caption="Congestion-notification frames (notifications, probes and their reflections) on the link "
                         "that carried the most of them, averaged over the run.")) if f]
 
@@ -493,7 +496,7 @@ def _sweep_value(value: Any) -> tuple[float, str] | None:
     """A swept value as a number and its unit for the x axis: a plain number, or a rate (in
     Mbit/s), a time (ms) or a size (bytes) as the scenario wrote it ("100Mbps", "5ms",
     "64KiB"); None if it is none of these."""
-    from frerlab.sim.units import rate_bps, size_bytes, time_ps
+    from frerlab.units import rate_bps, size_bytes, time_ps
     for parse, scale, unit in ((float, 1, ""), (rate_bps, 1e-6, "Mbit/s"), (time_ps, 1e-9, "ms"),
                                (size_bytes, 1, "bytes")):
         try:

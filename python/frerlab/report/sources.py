@@ -27,7 +27,7 @@ import pandas as pd
 from pydantic import BaseModel
 
 from frerlab import yamlfile
-from frerlab.bench.campaign import Verdict
+from frerlab.bench.verdict import Verdict
 from frerlab.errors import UsageError
 from frerlab.files import MAX_STORED_BYTES, read_json, read_stored, shape_error, stored_file
 from frerlab.report import shapes

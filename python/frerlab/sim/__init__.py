@@ -11,8 +11,8 @@ from importlib import import_module
 from typing import Any
 
 #: Public name -> the submodule that defines it.
-_HOMES = {"SimResult": "api", "check": "api", "prepare": "api", "run": "api", "Scenario": "scenario",
-          "load_scenario": "scenario", "sweep": "sweeps", "zero_loss_rate": "sweeps"}
+_HOMES = {"SimResult": "api", "check": "api", "prepare": "api", "run": "api", "Scenario": "schema",
+          "load_scenario": "schema", "sweep": "sweeps", "zero_loss_rate": "sweeps"}
 __all__ = sorted(_HOMES)
 
 

@@ -21,7 +21,7 @@ import copy
 import json
 import platform
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,8 @@ from frerlab import __version__
 from frerlab.errors import UsageError
 from frerlab.files import write_atomic
 from frerlab.sim.cost import Cost, estimate, require_affordable
-from frerlab.sim.scenario import Scenario, compile_spec, parse_scenario, read_data
+from frerlab.sim.compile import compile_spec
+from frerlab.sim.schema import Scenario, parse_scenario, read_data
 
 TABLES = ("streams", "series", "ports", "port_series", "nodes", "frer", "pause", "qcn_ports", "bcn_ports",
           "fecn_ports", "cn_streams", "rate_series", "control", "trace")
@@ -153,7 +154,7 @@ def run_meta(scenario: Scenario, run: dict[str, Any]) -> dict[str, Any]:
     return {
         "tool": "frerlab sim", "frerlab_version": __version__, "scenario": scenario.name,
         "host": platform.node(), "platform": platform.platform(), "python": platform.python_version(),
-        "finished": datetime.now(timezone.utc).isoformat(), "run": run,
+        "finished": datetime.now(UTC).isoformat(), "run": run,
     }
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from frerlab.errors import UsageError
-from frerlab.sim.scenario import L1_OVERHEAD_BYTES
+from frerlab.units import L1_OVERHEAD_BYTES
 
 # About 30 s of engine time at the ~33 M events/s measured on a 2-core machine.
 MAX_EVENTS = 10**9
@@ -67,7 +67,7 @@ def stream_frames(stream: dict[str, Any], duration_ps: int) -> int:
 
 
 def estimate(spec: dict[str, Any]) -> Cost:
-    """The cost of running a compiled spec (see `scenario.compile_spec`)."""
+    """The cost of running a compiled spec (see `compile.compile_spec`)."""
     events = sum(stream_frames(s, spec["duration"]) * (len(s["hops"]) + 1) for s in spec["streams"])
     controlled = sum(1 for s in spec["streams"] if s.get("qcn") or s.get("bcn") or s.get("fecn"))
     series = (len(spec["streams"]) + len(spec["ports"]) + controlled) * (spec["duration"] // spec["interval"] + 1)

@@ -31,8 +31,9 @@ import yaml
 
 from frerlab.errors import UsageError
 from frerlab.sim.api import SimResult
-from frerlab.sim.scenario import RateChange, Scenario, port_name
-from frerlab.sim.units import rate_bps, time_ps, time_text
+from frerlab.sim.compile import port_name
+from frerlab.sim.schema import RateChange, Scenario
+from frerlab.units import rate_bps, time_ps, time_text
 
 NODES = [f"n{i}" for i in range(1, 11)]
 LINK_RATE = "10Gbps"

@@ -23,16 +23,18 @@ from collections.abc import Iterator
 from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import pandas as pd
 
 from frerlab.errors import UsageError
 from frerlab.sim.api import SimResult, check, run, scenario_data
 from frerlab.sim.cost import Cost
-from frerlab.sim.scenario import Scenario, talker_line_rate
+from frerlab.sim.compile import talker_line_rate
+from frerlab.sim.schema import Scenario
 from frerlab.names import shown
-from frerlab.sim.units import rate_bps
+from frerlab.units import rate_bps
 
 MAX_SWEEP_POINTS = 10_000
 #: Most values a sweep's check may validate: points x (values of the scenario + of the largest

@@ -9,6 +9,10 @@ HOST_QUEUE bytes (a NIC's transmit queue). The switches and, by placement, the h
 frerlab's eBPF data plane with the configurations of frerlab.testbed.plan. Static neighbour
 entries and IPv6 off, so no ARP or ND frames.
 
+`build` makes the topology (namespaces, links, MTUs, the hosts' addresses, routes and static
+neighbours): for the testbed with LINKS, and with DIRECT_LINKS (each path a plain veth from
+sw1 to sw2, nothing between) for the data plane's benchmark, frerlab.dataplane.twopath.
+
 Links that carry R-tagged frames (the paths, and a host's link when the host runs FRER) have
 an MTU of LINK_MTU, room for a full 1500-byte IP packet plus its R-TAG; the others IP_MTU, so
 `frerlab dataplane up` finds every MTU right and changes none. The hosts send 1500-byte
@@ -28,6 +32,7 @@ import json
 import os
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -40,10 +45,10 @@ from frerlab.impair import remove_leftovers as remove_path_leftovers
 from frerlab.names import MAX_IFNAME, RUN_DIR, check_name, inside, name_problem, pydantic_name
 from frerlab.statefiles import StateModel
 from frerlab.statefiles import read_state as read_state_file
-from frerlab.netns import Namespaces, exists, link_info
-from frerlab.sim.units import MIN_FRAME_BYTES, rate_bps, size_bytes
+from frerlab.netns import Namespaces, delete, exists, link_info
+from frerlab.units import MIN_FRAME_BYTES, rate_bps, size_bytes
 from frerlab.testbed import plan
-from frerlab.traffic.record import L1_OVERHEAD
+from frerlab.units import L1_OVERHEAD_BYTES
 from frerlab.files import write_atomic
 
 STATE_DIR = RUN_DIR / "testbed"
@@ -57,12 +62,13 @@ HOST_QUEUE = 1_500_000
 #: What a frame costs an Ethernet link beyond the bytes a veth carries (its FCS, preamble, start
 #: delimiter and inter-frame gap), and the least it costs (a 64-byte frame): the token buckets
 #: charge these, so a link at `rate` carries the frames/s of real Ethernet at every size.
-WIRE_EXTRA = 4 + L1_OVERHEAD
-WIRE_MIN = MIN_FRAME_BYTES + L1_OVERHEAD
+WIRE_EXTRA = 4 + L1_OVERHEAD_BYTES
+WIRE_MIN = MIN_FRAME_BYTES + L1_OVERHEAD_BYTES
 DEFAULT_NAME = "frerlab"
 DEFAULT_RATE = "100Mbps"
 DEFAULT_QUEUE_LIMIT = "64KiB"
-#: Longest testbed name: the temporary veth names `tb-<name>a` must fit an interface name.
+#: Longest testbed name: the limit from when its veths were made under the temporary names
+#: `tb-<name>a`, which had to fit an interface name, kept so that `up` accepts the same names.
 MAX_NAME = MAX_IFNAME - len("tb-a")
 
 
@@ -81,6 +87,14 @@ LINKS = (
     Link(("sw1", plan.PATH_PORTS["b"]), ("b", "in")),
     Link(("b", "out"), ("sw2", plan.PATH_PORTS["b"])),
     Link(("sw2", plan.SWITCH_HOST_PORT), ("listener", plan.HOST_PORT)),
+)
+#: The same hosts and switches with each path a plain veth from sw1 to sw2 (no namespace, no
+#: impairment element between): the data plane benchmark's topology.
+DIRECT_LINKS = (
+    LINKS[0],
+    Link(("sw1", plan.PATH_PORTS["a"]), ("sw2", plan.PATH_PORTS["a"])),
+    Link(("sw1", plan.PATH_PORTS["b"]), ("sw2", plan.PATH_PORTS["b"])),
+    LINKS[-1],
 )
 ADDRESSES = {"talker": (plan.TALKER_IP, plan.TALKER_MAC), "listener": (plan.LISTENER_IP, plan.LISTENER_MAC)}
 
@@ -239,11 +253,10 @@ def up(settings: Settings) -> dict:
                          "remove it or give the testbed another --name")
     write_atomic(state_path(name), json.dumps(state, indent=1))  # first: `down` can undo a crash
     try:
-        net.add(*HOSTS, *PATHS)
-        for link in LINKS:
-            net.link(*link.a, *link.b, mtu=_link_mtu(link, settings.mode, configs))
-        for role, (address, mac) in ADDRESSES.items():
-            _configure_host(net, role, address, mac)
+        build(net, LINKS, lambda link: _link_mtu(link, settings.mode, configs))
+        for role in ADDRESSES:
+            # a host feeding a FRER node sends wire frames: one sequence number each
+            net.run(role, "ethtool", "-K", plan.HOST_PORT, "tso", "off", "gso", "off", "gro", "off")
         for link in LINKS:
             for role, ifname in (link.a, link.b):
                 _shape(net, link, role, ifname, settings)
@@ -259,16 +272,20 @@ def up(settings: Settings) -> dict:
     return state
 
 
-def _configure_host(net: Namespaces, role: str, address: str, mac: str) -> None:
-    other = "listener" if role == "talker" else "talker"
-    other_ip, other_mac = ADDRESSES[other]
+def build(net: Namespaces, links: tuple[Link, ...], mtu: Callable[[Link], int]) -> None:
+    """In `net`: a namespace per role `links` joins (talker, sw1, sw2, listener, and with LINKS
+    paths a and b), the links (each with the MTU `mtu` gives it), and on talker and listener
+    their MAC, address, route (IP_MTU) and a static neighbour entry for each other."""
+    net.add(*dict.fromkeys(role for link in links for role, _ in (link.a, link.b)))
+    for link in links:
+        net.link(*link.a, *link.b, mtu=mtu(link))
     port = plan.HOST_PORT
-    net.run(role, "ip", "link", "set", port, "address", mac)
-    net.run(role, "ip", "addr", "add", f"{address}/24", "dev", port)
-    net.run(role, "ip", "route", "replace", "198.18.0.0/24", "dev", port, "src", address, "mtu", str(IP_MTU))
-    net.run(role, "ip", "neigh", "replace", other_ip, "lladdr", other_mac, "dev", port, "nud", "permanent")
-    # a host feeding a FRER node sends wire frames: one sequence number each
-    net.run(role, "ethtool", "-K", port, "tso", "off", "gso", "off", "gro", "off")
+    for role, (address, mac) in ADDRESSES.items():
+        other_ip, other_mac = ADDRESSES["listener" if role == "talker" else "talker"]
+        net.run(role, "ip", "link", "set", port, "address", mac)
+        net.run(role, "ip", "addr", "add", f"{address}/24", "dev", port)
+        net.run(role, "ip", "route", "replace", "198.18.0.0/24", "dev", port, "src", address, "mtu", str(IP_MTU))
+        net.run(role, "ip", "neigh", "replace", other_ip, "lladdr", other_mac, "dev", port, "nud", "permanent")
 
 
 def _link_mtu(link: Link, mode: str, configs: dict) -> int:
@@ -281,15 +298,15 @@ def _link_mtu(link: Link, mode: str, configs: dict) -> int:
 
 def _shape(net: Namespaces, link: Link, role: str, ifname: str, settings: Settings) -> None:
     limit = HOST_QUEUE if role in ADDRESSES else settings.queue_limit_bytes
-    rate = settings.path_rate_bps if _is_path_link(link) else settings.rate_bps
+    rate = settings.path_rate_bps if is_path_link(link) else settings.rate_bps
     burst = max(2 * LINK_MTU + 64, rate // 8 // 1000)  # at least 1 ms of traffic
     net.run(role, "tc", "qdisc", "replace", "dev", ifname, "root", "tbf", "rate", f"{rate}bit",
             "burst", str(burst), "limit", str(limit), "overhead", str(WIRE_EXTRA), "mpu", str(WIRE_MIN))
 
 
-def _is_path_link(link: Link) -> bool:
-    """A link into or out of a path."""
-    return link.a[0] in PATHS or link.b[0] in PATHS
+def is_path_link(link: Link) -> bool:
+    """A link into or out of a path, or (DIRECT_LINKS) a path itself: no host at either end."""
+    return link.a[0] not in ADDRESSES and link.b[0] not in ADDRESSES
 
 
 def down(name: str) -> bool:
@@ -313,7 +330,7 @@ def down(name: str) -> bool:
         ns = f"{net.prefix}-{role}"
         if exists(ns):
             found = True
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+            delete(ns)
     path.unlink(missing_ok=True)
     if STATE_DIR.is_dir() and not any(STATE_DIR.iterdir()):
         STATE_DIR.rmdir()
@@ -371,7 +388,7 @@ def status(name: str) -> dict:
                          "rx_packets": info["stats64"]["rx"]["packets"],
                          "tx_dropped": info["stats64"]["tx"]["dropped"] + qdisc_drops(ns[role], ifname)})
         path_rate = settings.get("path_rate_bps") or settings["rate_bps"]
-        links.append({"rate_bps": path_rate if _is_path_link(link) else settings["rate_bps"], "ends": ends})
+        links.append({"rate_bps": path_rate if is_path_link(link) else settings["rate_bps"], "ends": ends})
     paths = {}
     for p, element_name in state["paths"].items():
         element = PathImpairment.reopen(element_name)

@@ -4,16 +4,17 @@
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from frerlab.cli_output import add_json, add_output, emit
 from frerlab.errors import EXIT_VERDICT, UsageError
 from frerlab.names import output_dir
 from frerlab.statefiles import down_all
 from frerlab.testbed import bed, failover, plan
+from frerlab.units import frame_rate, option_value, size_bytes
 
 TESTBED_EPILOG = """The seeds' 2-hop dual-path topology in network namespaces:
   talker (198.18.0.1) - sw1 - paths a and b - sw2 - listener (198.18.0.2)
@@ -31,6 +32,7 @@ examples:
   frerlab testbed impair a --gilbert-elliott 0.01,0.3  # burst loss: p(good->bad), p(bad->good)
   frerlab testbed status --json
   frerlab testbed down                                 # idempotent; also clears a killed run
+  frerlab testbed down --all --json
 """
 
 FAILOVER_EPILOG = """A stream from talker to listener; path a cut at --cut-a START,END and path b at
@@ -43,7 +45,7 @@ exit status: 0 the verdict was met, 1 it was not, 2 bad input.
 examples:
   frerlab failover
   frerlab failover --mode control --rate-fps 20000 --frame-size 64 --json
-  frerlab failover --name tb1 --cut-a 1,2 --cut-b 3,4 --duration 5 --output results/failover
+  frerlab failover --name tb1 --cut-a 1,2 --cut-b 3,4 --duration 5 -o results/failover
 """
 
 
@@ -58,17 +60,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                           formatter_class=argparse.RawDescriptionHelpFormatter)
     _name(up)
     _build_options(up)
+    add_json(up, "the testbed's settings")
     up.set_defaults(func=_up)
 
-    down = verbs.add_parser("down", help="remove the testbed (idempotent)")
+    down = verbs.add_parser("down", help="remove the testbed (idempotent)", epilog=TESTBED_EPILOG,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
     which = down.add_mutually_exclusive_group()
     which.add_argument("--name", default=bed.DEFAULT_NAME, help=f"testbed name (default {bed.DEFAULT_NAME})")
     which.add_argument("--all", action="store_true", help="every testbed that is up")
+    add_json(down, "each testbed and whether it was up")
     down.set_defaults(func=_down)
 
-    status = verbs.add_parser("status", help="hosts, links, impairments and data plane counters")
+    status = verbs.add_parser("status", help="hosts, links, impairments and data plane counters",
+                              epilog=TESTBED_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     _name(status)
-    status.add_argument("--json", action="store_true", help="as JSON")
+    add_json(status, "the status")
     status.set_defaults(func=_status)
 
     imp = verbs.add_parser("impair", help="impair path a or b at run time", epilog=TESTBED_EPILOG,
@@ -88,9 +94,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     imp.add_argument("--reorder", type=float, help="probability that a frame skips the delay (needs --delay)")
     imp.add_argument("--duplicate", type=float, help="duplication probability (0..1)")
     imp.add_argument("--clear", action="store_true", help="remove every impairment first")
+    add_json(imp, "the path's impairments after the change")
     imp.set_defaults(func=_impair)
 
-    ex = verbs.add_parser("exec", help="run a command in a host's namespace (its exit status is passed on)")
+    ex = verbs.add_parser("exec", help="run a command in a host's namespace (its exit status is passed on)",
+                          epilog=TESTBED_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     _name(ex)
     ex.add_argument("host", help=f"one of {', '.join((*bed.HOSTS, *bed.PATHS))}")
     ex.add_argument("argv", nargs=argparse.REMAINDER, help="-- COMMAND ARGS...")
@@ -100,14 +108,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                epilog=FAILOVER_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     _name(fo)
     _build_options(fo)
-    fo.add_argument("--rate-fps", type=int, default=failover.Schedule.rate_fps, help="frames per second")
-    fo.add_argument("--frame-size", type=int, default=failover.Schedule.frame_size, help="bytes (64..1518)")
+    fo.add_argument("--rate-fps", default=failover.Schedule.rate_fps, help="frames per second (e.g. 5000, 20k)")
+    fo.add_argument("--frame-size", default=failover.Schedule.frame_size, help="bytes (64..1518)")
     fo.add_argument("--duration", type=float, default=failover.Schedule.duration_s, help="seconds")
     fo.add_argument("--cut-a", type=_span, default=failover.Schedule.cut_a, metavar="START,END")
     fo.add_argument("--cut-b", type=_span, default=failover.Schedule.cut_b, metavar="START,END")
     fo.add_argument("--interval", type=float, default=failover.Schedule.interval_s, help="seconds per interval")
-    fo.add_argument("--output", type=Path, help="result directory (default: a new one under results/)")
-    fo.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_output(fo, "result directory (default: a new one under results/)")
+    add_json(fo)
     fo.set_defaults(func=_failover)
 
 
@@ -145,26 +153,26 @@ def _up(args: argparse.Namespace) -> int:
     started = time.monotonic()
     state = bed.up(_settings(args))
     s = state["settings"]
-    print(f"testbed {args.name} up in {time.monotonic() - started:.1f} s: {s['mode']} mode, {s['rate']} links, "
-          f"{s['queue_limit']} queues" + (f", replicate at {s['replicate_at']}, eliminate at {s['eliminate_at']}"
-                                          if s["mode"] == "frer" else ""))
-    print(f"  frerlab testbed exec --name {args.name} talker -- CMD   (talker {plan.TALKER_IP}, "
-          f"listener {plan.LISTENER_IP})")
+    emit(args, state,
+         f"testbed {args.name} up in {time.monotonic() - started:.1f} s: {s['mode']} mode, {s['rate']} links, "
+         f"{s['queue_limit']} queues" + (f", replicate at {s['replicate_at']}, eliminate at {s['eliminate_at']}"
+                                         if s["mode"] == "frer" else "")
+         + f"\n  frerlab testbed exec --name {args.name} talker -- CMD   (talker {plan.TALKER_IP}, "
+           f"listener {plan.LISTENER_IP})")
     return 0
 
 
 def _down(args: argparse.Namespace) -> int:
-    if not args.all:
-        print(f"testbed {args.name} {'removed' if bed.down(args.name) else 'was not up'}")
-        return 0
-    down_all("testbed", bed.running(), bed.down)
+    names = bed.running() if args.all else [args.name]
+    was_up = down_all("testbed", names, bed.down, say=(lambda line: None) if args.json else print)
+    emit(args, [{"name": name, "was_up": up} for name, up in was_up.items()])
     return 0
 
 
 def _status(args: argparse.Namespace) -> int:
     st = bed.status(args.name)
     if args.json:
-        print(json.dumps(st, indent=1))
+        emit(args, st)
         return 0
     s = st["settings"]
     print(f"testbed {st['name']}: {s['mode']} mode, links {s['rate']}, queues {s['queue_limit']}")
@@ -206,8 +214,9 @@ def _impair(args: argparse.Namespace) -> int:
         raise UsageError("nothing to change: give --down, --up, --loss, --gilbert-elliott, --delay, --jitter, "
                          "--reorder, --duplicate or --clear")
     info = bed.impair(args.name, args.path, args.direction, args.clear, **changes)
-    for direction, imp in info["settings"].items():
-        print(f"path {args.path} {direction}: {({k: v for k, v in imp.items() if v}) or 'clean'}")
+    emit(args, {"testbed": args.name, "path": args.path, **info},
+         "\n".join(f"path {args.path} {direction}: {({k: v for k, v in imp.items() if v}) or 'clean'}"
+                   for direction, imp in info["settings"].items()))
     return 0
 
 
@@ -228,9 +237,11 @@ def _exec(args: argparse.Namespace) -> int:
 
 
 def _failover(args: argparse.Namespace) -> int:
-    schedule = failover.Schedule(args.rate_fps, args.frame_size, args.duration, args.cut_a, args.cut_b, args.interval)
+    schedule = failover.Schedule(round(option_value(frame_rate, args.rate_fps, "--rate-fps")),
+                                 option_value(size_bytes, args.frame_size, "--frame-size"), args.duration, args.cut_a,
+                                 args.cut_b, args.interval)
     schedule.check()
-    out = output_dir(args.output or Path("results") / time.strftime("failover-%Y%m%d-%H%M%S"), "--output")
+    out = output_dir(args.output or Path("results") / time.strftime("failover-%Y%m%d-%H%M%S"), "-o/--output")
     temporary = args.name not in bed.running()
     if temporary:
         bed.up(_settings(args))
@@ -239,9 +250,7 @@ def _failover(args: argparse.Namespace) -> int:
     finally:
         if temporary:
             bed.down(args.name)
-    if args.json:
-        print(json.dumps(result, indent=1))
-    else:
-        print(failover.summary(result))
+    emit(args, result, failover.summary(result))
+    if not args.json:
         print(f"  results in {out}", file=sys.stderr)
     return 0 if result["verdict_met"] else EXIT_VERDICT

@@ -11,13 +11,15 @@ import socket
 import sys
 from pathlib import Path
 
+from frerlab.cli_output import add_json, add_output, emit
 from frerlab.errors import EXIT_SHORTFALL, UsageError
 from frerlab.names import output_dir, output_file
 from frerlab.traffic import gen, importer
 from frerlab.files import write_atomic
 from frerlab.traffic.record import TrafficRecord, dump_records
 from frerlab.names import shown
-from frerlab.traffic.units import MAX_COUNT, MAX_SECONDS, frame_bytes, frames_per_second, parse_si, seconds
+from frerlab.units import (MAX_COUNT, MAX_SECONDS, count, frame_bytes, frames_per_second, generator_rate, option_value,
+                           seconds)
 
 # Generator/receiver modes: UDP socket, AF_PACKET, AF_XDP.
 MODES = ["udp", "raw", "xdp"]
@@ -113,15 +115,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     send.add_argument("--dst-mac", help="destination MAC (raw and xdp modes; default broadcast)")
     send.add_argument("--frame-size", default="64", help="frame bytes FCS included, or min/max/jumbo (default 64)")
     rate = send.add_mutually_exclusive_group(required=True)
-    rate.add_argument("--rate-l1", metavar="BIT/S", help="layer-1 rate in bit/s (k/M/G suffixes)")
-    rate.add_argument("--rate-l2", metavar="BIT/S", help="layer-2 rate in bit/s (k/M/G suffixes)")
-    rate.add_argument("--rate-fps", metavar="FRAMES/S", help="rate in frames/s (k/M suffixes)")
+    rate.add_argument("--rate-l1", metavar="BIT/S", help="layer-1 rate in bit/s (e.g. 1G, 1Gbps, '1 Gbit/s', 100M)")
+    rate.add_argument("--rate-l2", metavar="BIT/S", help="layer-2 rate in bit/s (e.g. 1G, 1Gbps, '1 Gbit/s', 100M)")
+    rate.add_argument("--rate-fps", metavar="FRAMES/S", help="rate in frames/s (e.g. 10k, 1M)")
     rate.add_argument("--max-rate", action="store_true", help="unpaced: as fast as possible")
     send.add_argument("--pattern", choices=["constant", "bursts", "poisson"], default="constant")
     send.add_argument("--burst-frames", type=int, default=10, help="frames per burst (pattern bursts)")
     send.add_argument("--seed", type=int, default=1, help="seed of the Poisson gaps")
     send.add_argument("--duration", type=float, help="seconds to send")
-    send.add_argument("--count", type=int, help="data frames (sequence numbers) to send")
+    send.add_argument("--count", help="data frames (sequence numbers) to send (e.g. 100000, 100k)")
     send.add_argument("--stream-id", type=int, default=0, help="stream id in the probes (0..65535)")
     send.add_argument("--batch", type=int, default=32, help="frames per sendmmsg call or AF_XDP kick (1..64)")
     send.add_argument("--gso", action="store_true",
@@ -130,10 +132,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     send.add_argument("--impair-drop", type=_seq_list, default=[], metavar="SEQS", help="test mode: never send these sequence numbers")
     send.add_argument("--impair-duplicate", type=_seq_list, default=[], metavar="SEQS", help="test mode: send these twice")
     send.add_argument("--impair-swap", type=_seq_list, default=[], metavar="SEQS", help="test mode: send each after its successor")
-    send.add_argument("--output", type=Path, help="write the raw sender report (JSON) here")
+    add_output(send, "write the raw sender report (JSON) here")
     send.add_argument("--report-json", action="store_true",
                       help="print the raw report (JSON) on stdout instead of the summary (for remote runs)")
-    send.add_argument("--json", action="store_true", help="print the result record as JSON")
+    add_json(send, "the result record (a list of one)")
     send.set_defaults(func=_send)
 
     recv = verbs.add_parser(
@@ -157,10 +159,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     recv.add_argument("--linger", type=float, default=0.5, help="seconds to wait for stragglers after end of stream")
     recv.add_argument("--idle", type=float, help="stop after this many seconds without traffic (senders without end probes)")
     recv.add_argument("--no-gro", action="store_true", help="UDP mode: no UDP GRO (one datagram per read)")
-    recv.add_argument("--output", type=Path, help="write the raw receiver report (JSON) here")
+    add_output(recv, "write the raw receiver report (JSON) here")
     recv.add_argument("--report-json", action="store_true",
                       help="print the raw report (JSON) on stdout instead of the summary (for remote runs)")
-    recv.add_argument("--json", action="store_true", help="print the result records as JSON")
+    add_json(recv, "the result records")
     recv.set_defaults(func=_recv)
 
     imp = subparsers.add_parser(
@@ -168,8 +170,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog=IMPORT_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     imp.add_argument("files", nargs="+", type=Path, metavar="FILE")
-    imp.add_argument("--output", type=Path, help="write the records (JSON) here")
-    imp.add_argument("--json", action="store_true", help="print the records as JSON")
+    add_output(imp, "write the records (JSON) here")
+    add_json(imp, "the records (with --results: what was added)")
     imp.add_argument("--results", type=Path, metavar="DIR",
                      help="add the records to results directory DIR, laid out as a campaign's (docs/benchmarks.md)")
     imp.add_argument("--mode", choices=["frer", "control"], help="with --results: what the imported runs measured")
@@ -244,7 +246,7 @@ def _check_bind(address: str | None) -> None:
 
 def _send(args: argparse.Namespace) -> int:
     if args.output:
-        output_file(args.output, "--output")
+        output_file(args.output, "-o/--output")
     try:
         ipaddress.IPv4Address(args.dst)
     except ValueError:
@@ -262,6 +264,7 @@ def _send(args: argparse.Namespace) -> int:
         raise UsageError("give --duration SECONDS or --count FRAMES (or both) to say when to stop")
     seconds("--duration", args.duration)
     if args.count is not None:
+        args.count = option_value(count, args.count, "--count")
         _check_range("--count", args.count, 1, MAX_COUNT, " frames")
     if args.max_rate:
         rate: object = "max"
@@ -269,7 +272,7 @@ def _send(args: argparse.Namespace) -> int:
         option, key, text = next((f"--{name.replace('_', '-')}", key, getattr(args, name)) for name, key in RATE_KEYS
                                  if getattr(args, name))
         fps = frames_per_second(option, text, frame)
-        rate = {key: parse_si(text, option)}
+        rate = {key: generator_rate(option, text)}
         if args.duration is None and args.count / fps > MAX_SECONDS:
             raise UsageError(f"--count {args.count} at {fps:.3g} frames/s takes {args.count / fps:.3g} s, more than "
                              f"a week ({MAX_SECONDS} s); lower --count, raise the rate or give --duration")
@@ -293,10 +296,8 @@ def _send(args: argparse.Namespace) -> int:
     record = gen.sender_record(report, source=str(args.output) if args.output else None)
     if args.report_json:
         print(json.dumps(report))
-    elif args.json:
-        print(dump_records([record]))
     else:
-        print(_describe(record))
+        emit(args, [record.model_dump(mode="json")], _describe(record))
     for warning in record.warnings:
         print(f"frerlab: warning: {warning}", file=sys.stderr)
     return EXIT_SHORTFALL if report["shortfall"] else 0
@@ -304,7 +305,7 @@ def _send(args: argparse.Namespace) -> int:
 
 def _recv(args: argparse.Namespace) -> int:
     if args.output:
-        output_file(args.output, "--output")
+        output_file(args.output, "-o/--output")
     _check_port(args.port, "--port", low=1)
     _check_interface(args.interface, args.mode)
     _check_queues(args.queues, args.mode)
@@ -331,21 +332,15 @@ def _recv(args: argparse.Namespace) -> int:
     records = gen.receiver_records(report, args.interval, source=str(args.output) if args.output else None)
     if args.report_json:
         print(json.dumps(report))
-    elif args.json:
-        print(dump_records(records))
     else:
-        if not records:
-            print("no probe frames received")
-        for record in records:
-            print(_describe(record))
-            for warning in record.warnings:
-                print(f"  warning: {warning}")
+        text = "\n".join(_describe(r) + "".join(f"\n  warning: {w}" for w in r.warnings) for r in records)
+        emit(args, [r.model_dump(mode="json") for r in records], text or "no probe frames received")
     return 0
 
 
 def _import(args: argparse.Namespace) -> int:
     if args.output:
-        output_file(args.output, "--output")
+        output_file(args.output, "-o/--output")
     if args.results is not None:
         output_dir(args.results, "--results")
     if (args.results is None) != (args.mode is None):
@@ -353,18 +348,15 @@ def _import(args: argparse.Namespace) -> int:
     if args.results is not None:
         from frerlab.bench.imported import import_into  # the bench package only when asked for
         added = import_into(args.results, args.files, args.mode)
-        print(f"{len(added)} records added to {args.results} (summary.json, summary.csv)")
+        emit(args, {"results": args.results, "mode": args.mode, "added": added},
+             f"{len(added)} records added to {args.results} (summary.json, summary.csv)")
         return 0
     records: list[TrafficRecord] = []
     for path in args.files:
         records.extend(importer.import_file(path))
     if args.output:
         write_atomic(args.output, dump_records(records))
-    if args.json:
-        print(dump_records(records))
-    else:
-        for record in records:
-            print(_describe(record))
+    emit(args, [r.model_dump(mode="json") for r in records], "\n".join(_describe(r) for r in records) or None)
     return 0
 
 

@@ -1,8 +1,9 @@
-"""Two network namespaces joined by a veth pair, for tests, fixture capture and benchmarks.
+"""Two network namespaces joined by a veth pair (made by frerlab.netns), for tests, fixture
+capture and benchmarks.
 
 Names carry a per-run prefix (`frl-<pid>-<n>`) so parallel runs cannot collide; everything is
-removed on exit from the `with` block, also after an error or Ctrl-C. Addresses come from the
-RFC 2544 benchmarking range 198.18.0.0/15.
+removed on exit from the `with` block, also after an error or Ctrl-C. Both namespaces have
+IPv6 off and loopback up; addresses come from the RFC 2544 benchmarking range 198.18.0.0/15.
 """
 
 from __future__ import annotations
@@ -10,19 +11,12 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
-import subprocess
 from dataclasses import dataclass
 
 from frerlab.errors import UsageError
+from frerlab.netns import Namespaces, link_info
 
 _counter = itertools.count()
-
-
-def _ip(*args: str) -> str:
-    result = subprocess.run(["ip", *args], capture_output=True, text=True)
-    if result.returncode != 0:
-        raise RuntimeError(f"ip {' '.join(args)} failed: {result.stderr.strip()}")
-    return result.stdout
 
 
 def namespaces_available() -> str | None:
@@ -36,8 +30,8 @@ def namespaces_available() -> str | None:
 
 @dataclass
 class NetPair:
-    """Namespaces `a` and `b`, veth `a_if` (198.18.<subnet>.1/24) <-> `b_if` (.2/24), each end
-    with `queues` TX and RX queues."""
+    """Namespaces `a` and `b` (frerlab.netns.Namespaces), veth `a_if` (198.18.<subnet>.1/24) <->
+    `b_if` (.2/24), each end with `queues` TX and RX queues."""
 
     subnet: int = 0
     mtu: int = 1500
@@ -49,21 +43,17 @@ class NetPair:
         if not 1 <= self.queues <= 64:
             raise UsageError(f"queues {self.queues} is out of range (1..=64)")
         prefix = f"frl-{os.getpid()}-{next(_counter)}"
+        self._net = Namespaces(prefix)
         self.a, self.b = f"{prefix}-a", f"{prefix}-b"
         self.a_if, self.b_if = f"{prefix}a"[-15:], f"{prefix}b"[-15:]
         self.a_ip, self.b_ip = f"198.18.{self.subnet}.1", f"198.18.{self.subnet}.2"
 
     def __enter__(self) -> NetPair:
         try:
-            _ip("netns", "add", self.a)
-            _ip("netns", "add", self.b)
-            q = ("numtxqueues", str(self.queues), "numrxqueues", str(self.queues))
-            _ip("link", "add", self.a_if, *q, "netns", self.a, "type", "veth", "peer", "name", self.b_if, *q,
-                "netns", self.b)
-            for ns, dev, addr in ((self.a, self.a_if, self.a_ip), (self.b, self.b_if, self.b_ip)):
-                _ip("-n", ns, "link", "set", "lo", "up")
-                _ip("-n", ns, "link", "set", dev, "mtu", str(self.mtu), "up")
-                _ip("-n", ns, "addr", "add", f"{addr}/24", "dev", dev)
+            self._net.add("a", "b")
+            self._net.link("a", self.a_if, "b", self.b_if, mtu=self.mtu, queues=self.queues)
+            for side in ("a", "b"):
+                self._net.run(side, "ip", "addr", "add", f"{self._ip(side)}/24", "dev", self._dev(side))
         except BaseException:
             self.close()
             raise
@@ -74,23 +64,22 @@ class NetPair:
 
     def close(self) -> None:
         """Deletes both namespaces (and with them the veth pair); safe to call twice."""
-        for ns in (self.a, self.b):
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+        self._net.close()
+
+    def _dev(self, side: str) -> str:
+        return self.a_if if side == "a" else self.b_if
+
+    def _ip(self, side: str) -> str:
+        return self.a_ip if side == "a" else self.b_ip
 
     def mac(self, side: str) -> str:
         """MAC address of the veth end in namespace `side` ('a' or 'b')."""
-        ns, dev = (self.a, self.a_if) if side == "a" else (self.b, self.b_if)
-        return _ip("-n", ns, "-br", "link", "show", dev).split()[2]
+        return self._net.mac(side, self._dev(side))
 
     def cmd(self, side: str, argv: list[str]) -> list[str]:
         """`argv` wrapped to run in namespace `side` ('a' or 'b')."""
-        return ["ip", "netns", "exec", self.a if side == "a" else self.b, *argv]
+        return self._net.exec(side, argv)
 
     def rx_packets(self, side: str) -> int:
         """Packets received so far by the veth end in namespace `side`."""
-        ns, dev = (self.a, self.a_if) if side == "a" else (self.b, self.b_if)
-        out = subprocess.run(
-            self.cmd(side, ["cat", f"/sys/class/net/{dev}/statistics/rx_packets"]),
-            capture_output=True, text=True, check=True,
-        )
-        return int(out.stdout)
+        return link_info(self._net.ns[side], self._dev(side))["stats64"]["rx"]["packets"]

@@ -15,6 +15,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from frerlab.units import L1_OVERHEAD_BYTES
+
 LatencyKind = Literal["one_way", "rtt", "rtt_half"]
 # Counts and sizes are whole numbers of 0..2^64-1, and every number is finite: records built
 # from files (`frerlab import`) refuse anything else, naming the field.
@@ -26,9 +28,6 @@ class _Record(BaseModel):
     model_config = ConfigDict(allow_inf_nan=False)
 
 
-#: Bytes a frame takes on the wire beyond itself: preamble, start delimiter and inter-frame gap
-#: (RFC 2544 section 20).
-L1_OVERHEAD = 20
 UDP_OVERHEAD = 46
 
 
@@ -127,7 +126,7 @@ class TrafficRecord(_Record):
         fps, frame = self.frames_per_s, self.frame_size
         if fps is not None and frame is not None:
             update.setdefault("l2_bps", fps * frame * 8)
-            update.setdefault("l1_bps", fps * (frame + L1_OVERHEAD) * 8)
+            update.setdefault("l1_bps", fps * (frame + L1_OVERHEAD_BYTES) * 8)
         if fps is not None and self.payload_size is not None:
             update.setdefault("payload_bps", fps * self.payload_size * 8)
         return self.model_copy(update={k: v for k, v in update.items() if getattr(self, k) is None})

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from frerlab.bench.campaign import BackToBack
 from frerlab.bench.steps import Context, result
-from frerlab.traffic.record import L1_OVERHEAD
+from frerlab.units import L1_OVERHEAD_BYTES
 from frerlab.bench.trial import Flag, generator_trial
 
 
@@ -34,7 +34,7 @@ def run(ctx: Context, step: BackToBack, params: dict) -> dict:
                 break
         low, high = (burst, high) if passed else (low, burst)
     metrics = {"back_to_back_frames": low or None,
-               "back_to_back_us": low * (frame + L1_OVERHEAD) * 8 / ctx.target.rate_bps * 1e6 if low else None,
+               "back_to_back_us": low * (frame + L1_OVERHEAD_BYTES) * 8 / ctx.target.rate_bps * 1e6 if low else None,
                "resolved_frames": high - low}
     # invalid bursts ended the search from above; the result stands, with the flags as warnings
     return result(metrics, [Flag(f.name, f.detail, False) for f in flags], {"bursts": records})

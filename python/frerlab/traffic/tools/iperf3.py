@@ -19,7 +19,7 @@ from pathlib import Path
 
 from frerlab.traffic.record import UDP_OVERHEAD, Interval, TrafficRecord, loss_percent
 from frerlab.traffic.tools.base import Background, ParseError, Tool, ToolFailed
-from frerlab.traffic.units import parse_si
+from frerlab.units import rate_bps
 
 TOOL = Tool("iperf3", "iperf3", "iperf3")
 # The one-shot server needs a moment to listen; the client is retried while refused.
@@ -135,6 +135,14 @@ def looks_like_text(text: str) -> bool:
     return any((m := _TEXT_LINE.match(line)) and m["side"] for line in text.splitlines())
 
 
+def _text_rate(line: re.Match) -> int:
+    """The rate of a text line in bit/s; ParseError if it is not one."""
+    try:
+        return rate_bps(line["rate"] + line["unit"], "iperf3 rate")
+    except ValueError as err:
+        raise ParseError(str(err)) from None
+
+
 def parse_text(text: str, source: str | None = None) -> list[TrafficRecord]:
     """One record from iperf3's client text output (TCP or UDP; the `[SUM]` lines when -P ran
     several streams). iperf3 prints rates to 3 significant digits, so the figures are only that
@@ -152,12 +160,12 @@ def parse_text(text: str, source: str | None = None) -> list[TrafficRecord]:
     intervals = [
         Interval(start_s=float(m["start"]), duration_s=float(m["end"]) - float(m["start"]),
                  frames=int(m["rest"]) if udp and m["rest"].strip().isdigit() else None,
-                 payload_bps=parse_si(m["rate"] + m["unit"], "iperf3 rate"))
+                 payload_bps=_text_rate(m))
         for m in lines if not m["side"]
     ]
     warnings = ["iperf3 text output: rates are as printed, to 3 significant digits"]
     seconds = float(received["end"]) - float(received["start"])
-    rate = parse_si(received["rate"] + received["unit"], "iperf3 rate")
+    rate = _text_rate(received)
     if udp is None:
         retransmits = summary["sender"]["rest"].split() if "sender" in summary else []
         if retransmits and retransmits[0].isdigit() and int(retransmits[0]):

@@ -1,12 +1,13 @@
-"""The scenario file: a YAML description of a TSN network (hosts, switches, links with their
-egress queues and shapers, streams with their paths and FRER functions), validated with
-pydantic, and compiled into the index-based spec the Rust simulator runs.
+"""The scenario file's schema: a YAML description of a TSN network (hosts, switches, links with
+their egress queues and shapers, streams with their paths and FRER functions) as pydantic
+models, and the functions that read and validate one. `frerlab.sim.compile` turns a validated
+Scenario into the engine's spec; a Scenario is only valid if it compiles (its names resolve).
 
 Names are used everywhere in the file (links are named, paths are lists of link names (a
-stream without `paths` takes the shortest one), FRER
-functions sit on named nodes), units are strings ("1Gbps", "10ms", "160KiB"). FRER settings
-use the IEEE 802.1CB YANG names (sequence_generation, sequence_recovery, algorithm,
-history_length, reset_timeout, individual_recovery, take_no_sequence).
+stream without `paths` takes the shortest one), FRER functions sit on named nodes), quantities
+are strings of frerlab.units' grammar ("1Gbps", "10ms", "160KiB"). FRER settings use the IEEE
+802.1CB YANG names (sequence_generation, sequence_recovery, algorithm, history_length,
+reset_timeout, individual_recovery, take_no_sequence).
 
 Congestion control: `pause` (IEEE 802.3x) on a link or a node; a congestion point as a link's
 `egress.qcn` (IEEE 802.1Qau), `egress.bcn` or `egress.fecn`, and the matching regulator as a
@@ -26,19 +27,17 @@ from pydantic import (BaseModel, BeforeValidator, ConfigDict, Discriminator, Fie
                       model_validator)
 
 from frerlab.frer import DEFAULT_HISTORY_LENGTH, default_reset_timeout_ns
+from frerlab.units import (L1_OVERHEAD_BYTES, MAX_FRAME_BYTES, MAX_TIME_PS, MIN_FRAME_BYTES, at_most, count, rate_bps,
+                           size_bytes, time_ps, time_text)
 from frerlab.yamlfile import read_mapping, validate
-from frerlab.sim.units import (MAX_FRAME_BYTES, MAX_TIME_PS, MIN_FRAME_BYTES, at_most, rate_bps, size_bytes, time_ps,
-                               time_text)
 
 Rate = Annotated[int, BeforeValidator(rate_bps)]
 # Times are held in picoseconds and written back with their unit (a bare number means seconds).
 Time = Annotated[int, BeforeValidator(time_ps), PlainSerializer(lambda ps: f"{ps}ps", when_used="json")]
 Size = Annotated[int, BeforeValidator(size_bytes)]
+Count = Annotated[int, BeforeValidator(count)]
 
 CLASSES = range(8)
-# Ethernet preamble + SFD + minimum inter-frame gap (IEEE 802.3), counted by L1 rates.
-L1_OVERHEAD_BYTES = 20
-MAX_COUNT = 10**12
 # Link and processing delays: far above any TSN network's, and small enough that the engine's
 # sums of times along a path stay far from 64-bit overflow.
 MAX_DELAY_PS = 10**12
@@ -406,7 +405,7 @@ class Stream(_Model):
     rate: Rate = Field(gt=0)
     rate_layer: Literal["l1", "l2"] = "l2"
     start: Time = 0
-    count: int | None = Field(None, ge=1, le=MAX_COUNT)
+    count: Count | None = Field(None, ge=1)
     paths: list[list[str]] | None = Field(None, min_length=1, description="link names; none: the shortest path")
     frer: Frer | None = None
     qcn: QcnReaction | None = Field(None, description="QCN reaction point: the rate follows notifications")
@@ -490,257 +489,9 @@ class Scenario(_Model):
             if s.start >= self.duration:
                 raise ValueError(f"stream {s.name}: start {time_text(s.start)} is not before the end of the duration "
                                  f"{time_text(self.duration)} (the stream would send nothing)")
+        from frerlab.sim.compile import compile_spec  # compile imports this module: not at the top
         compile_spec(self)
         return self
-
-
-def _known(kind: str, name: str, known: Any) -> str:
-    return f"{kind} {name!r} is not defined (defined: {', '.join(sorted(known))})"
-
-
-def port_name(link: str, src: str, dst: str) -> str:
-    """The name of the egress port that sends over `link` from `src` to `dst`, as the results
-    name it."""
-    return f"{link}:{src}->{dst}"
-
-
-def compile_spec(sc: Scenario) -> dict[str, Any]:
-    """The Rust simulator's spec (indices and canonical units) for a validated scenario.
-
-    Raises ValueError naming the first unknown name or broken path.
-    """
-    node_index = {name: i for i, name in enumerate(sc.nodes)}
-    links = {}
-    for link in sc.links:
-        if link.name in links:
-            raise ValueError(f"link name {link.name!r} is used twice")
-        for end in (link.a, link.b):
-            if end not in node_index:
-                raise ValueError(f"link {link.name}: " + _known("node", end, node_index))
-        for toward in {c.toward for c in link.rate_changes} - {None}:
-            if toward not in (link.a, link.b):
-                raise ValueError(f"link {link.name}: rate_changes toward {toward!r} is not one of its ends "
-                                 f"({link.a}, {link.b})")
-        for end in (link.a, link.b):
-            times = [c.at for c in link.rate_changes if c.toward in (None, end)]
-            if times != sorted(set(times)):
-                raise ValueError(f"link {link.name}: rate_changes toward {end} must be in increasing time")
-        links[link.name] = link
-    ports, port_index = [], {}
-    for link in sc.links:
-        for src, dst in ((link.a, link.b), (link.b, link.a)):
-            port_index[(link.name, src)] = len(ports)
-            # The reverse direction is the other port of the same link: the next or the last one.
-            reverse = len(ports) + (1 if src == link.a else -1)
-            pause = link.pause or sc.nodes[dst].pause
-            ports.append({
-                "name": port_name(link.name, src, dst),
-                "from": node_index[src], "to": node_index[dst], "rate": link.rate,
-                "delay": link.delay, "overhead": link.overhead,
-                "queue_limits": link.egress.limits(),
-                "idle_slopes": [link.egress.cbs.get(c) for c in CLASSES],
-                "gate_control": None if link.egress.gates is None else {
-                    "base_time": link.egress.gates.base_time,
-                    "entries": [[sum(1 << c for c in set(e.open)), e.duration] for e in link.egress.gates.entries],
-                },
-                "failures": [[f.down, f.up] for f in link.failures],
-                "loss": {"model": "none"} if link.loss is None else link.loss.model_dump(),
-                "pause": None if pause is None else {"reverse": reverse, **pause.model_dump()},
-                **_congestion_point(link.egress, sc.congestion if sc.nodes[src].kind == "switch" else None),
-                "rate_changes": [[c.at, c.rate] for c in link.rate_changes if c.toward in (None, dst)],
-            })
-    streams = [_compile_stream(s, node_index, links, port_index) for s in sc.streams]
-    if sc.congestion is not None:
-        for spec in streams:
-            if not any(name in spec for name in ("qcn", "bcn", "fecn")):
-                spec[sc.congestion.mechanism] = sc.congestion.regulator.model_dump()
-    names = [s.name for s in sc.streams]
-    if len(set(names)) != len(names):
-        raise ValueError(f"stream names must be unique: {names}")
-    return {
-        "seed": sc.seed, "duration": sc.duration, "warmup": sc.warmup, "interval": sc.interval,
-        "trace": sc.trace,
-        "nodes": [{"name": name, "processing_delay": n.processing_delay, "shared_buffer": n.buffer.shared,
-                   "cell": n.buffer.cell} for name, n in sc.nodes.items()],
-        "ports": ports, "streams": streams,
-    }
-
-
-def _congestion_point(egress: Egress, network: QcnNetwork | BcnNetwork | FecnNetwork | None) -> dict[str, Any]:
-    """The port's congestion points: its egress's own, else the network's (for a switch's port)."""
-    points = {name: getattr(egress, name) for name in ("qcn", "bcn", "fecn")}
-    if network is not None and not any(points.values()):
-        points[network.mechanism] = network.point
-    return {name: None if point is None else point.model_dump() for name, point in points.items()}
-
-
-def _shortest_path(s: Stream, links: dict) -> list[str]:
-    """The fewest links from the talker to the listener (the first found, in file order)."""
-    came_from: dict[str, tuple[str, str] | None] = {s.talker: None}
-    frontier = [s.talker]
-    while frontier and s.listener not in came_from:
-        reached = []
-        for node in frontier:
-            for link in links.values():
-                if node in (link.a, link.b):
-                    other = link.b if node == link.a else link.a
-                    if other not in came_from:
-                        came_from[other] = (node, link.name)
-                        reached.append(other)
-        frontier = reached
-    if s.listener not in came_from:
-        raise ValueError(f"stream {s.name}: no path from {s.talker!r} to {s.listener!r}")
-    path, at = [], s.listener
-    while (step := came_from[at]) is not None:
-        at, link_name = step
-        path.append(link_name)
-    return path[::-1]
-
-
-def mean_frame_bytes(frame_size: int | Exponential | UniformSize) -> float:
-    """The mean frame size of a stream's frame_size setting."""
-    if isinstance(frame_size, Exponential):
-        return frame_size.mean
-    if isinstance(frame_size, UniformSize):
-        return (frame_size.min + frame_size.max) / 2
-    return frame_size
-
-
-def talker_line_rate(sc: Scenario, stream: str) -> float:
-    """The highest rate (bit/s, in the stream's rate_layer) at which its talker can put its
-    frames on the wire: the line rate of the first link of its paths (the slowest, where the
-    paths start on different links) at its mean frame size, less that link's per-frame
-    overhead at L2. A higher `rate` is not offered to the network but queued in the talker."""
-    s = next((x for x in sc.streams if x.name == stream), None)
-    if s is None:
-        raise ValueError(_known("stream", stream, [x.name for x in sc.streams]))
-    links = {link.name: link for link in sc.links}
-    frame = mean_frame_bytes(s.frame_size)
-    first = [links[path[0]] for path in s.paths or [_shortest_path(s, links)] if path[0] in links]
-    if not first:
-        raise ValueError(f"stream {s.name}: no link leaves its talker {s.talker!r}")
-    return min(link.rate if s.rate_layer == "l1" else link.rate * frame / (frame + link.overhead) for link in first)
-
-
-def _compile_stream(s: Stream, node_index: dict, links: dict, port_index: dict) -> dict[str, Any]:
-    for role, name in (("talker", s.talker), ("listener", s.listener)):
-        if name not in node_index:
-            raise ValueError(f"stream {s.name}: {role} " + _known("node", name, node_index))
-    # The paths form a tree: a shared beginning is one hop, so a frame is copied where paths
-    # part. With FRER, copies are made at the sequence generation node: from there on each
-    # path carries its own copy, even over a link the paths share (e.g. a talker's one NIC).
-    split_at = s.frer.sequence_generation if s.frer else None
-    hops: list[dict] = []
-    children: dict[int, list[int]] = {-1: []}
-    trie: dict[tuple[int, ...], int] = {}
-    for number, path in enumerate(s.paths or [_shortest_path(s, links)]):
-        at, parent, split = s.talker, -1, False
-        for link_name in path:
-            link = links.get(link_name)
-            if link is None:
-                raise ValueError(f"stream {s.name}: path {path}: " + _known("link", link_name, links))
-            if at not in (link.a, link.b):
-                raise ValueError(f"stream {s.name}: path {path}: link {link_name} does not touch {at!r}")
-            split = split or at == split_at
-            port = port_index[(link_name, at)]
-            at = link.b if at == link.a else link.a
-            key = (parent, port, number) if split else (parent, port)
-            if key not in trie:
-                trie[key] = len(hops)
-                hops.append({"port": port, "next": []})
-                children[len(hops) - 1] = []
-                children[parent].append(len(hops) - 1)
-            parent = trie[key]
-        if at != s.listener:
-            raise ValueError(f"stream {s.name}: path {path} ends at {at!r}, not at the listener {s.listener!r}")
-    for i, hop in enumerate(hops):
-        hop["next"] = children[i]
-    spec: dict[str, Any] = {
-        "name": s.name, "source": node_index[s.talker], "destination": node_index[s.listener],
-        "class": s.pcp, "frame_size": _frame_size(s.frame_size), "pattern": _pattern(s.pattern),
-        "rate": s.rate, "rate_counts_l1": s.rate_layer == "l1", "start": s.start, "count": s.count,
-        "hops": hops, "first_hops": children[-1],
-    }
-    if s.frer is not None:
-        gen = s.frer.sequence_generation
-        if gen not in node_index:
-            raise ValueError(f"stream {s.name}: sequence_generation " + _known("node", gen, node_index))
-        _check_recovery_placement(s, s.paths or [_shortest_path(s, links)], links)
-        spec["generation"] = node_index[gen]
-        spec["rtag_bytes"] = s.frer.rtag_bytes
-        spec["recovery"] = [_compile_recovery(s.name, r, node_index, links, port_index) for r in s.frer.sequence_recovery]
-    for name in ("qcn", "bcn", "fecn"):
-        if getattr(s, name) is not None:
-            spec[name] = getattr(s, name).model_dump()
-    return spec
-
-
-def _check_recovery_placement(s: Stream, paths: list[list[str]], links: dict) -> None:
-    """ValueError naming a sequence recovery function (without take_no_sequence) that every
-    frame reaches without a sequence number, so that it would discard every one (802.1CB
-    7.4.3.4): one placed before the sequence generation node on every path, or after another
-    recovery function took the R-TAG off. The frames are followed as the simulator moves them:
-    at each node, generation first, then the recovery functions in the file's order."""
-    recoveries = s.frer.sequence_recovery
-    numbered_at: dict[int, bool] = {}  # recovery function -> whether a numbered frame reaches it
-    for path in paths:
-        at, via, numbered = s.talker, None, False
-        for link_name in [None, *path]:
-            if link_name is not None:
-                link = links[link_name]
-                at, via = (link.b if at == link.a else link.a), link_name
-            numbered |= at == s.frer.sequence_generation
-            for i, r in enumerate(recoveries):
-                if r.node != at or r.ingress not in (None, via):
-                    continue
-                numbered_at[i] = numbered_at.get(i, False) or numbered
-                if not numbered and not r.take_no_sequence:
-                    break  # discarded here
-                numbered = numbered and r.individual_recovery  # the R-TAG is taken off
-            else:
-                continue
-            break
-    for i, numbered in numbered_at.items():
-        r = recoveries[i]
-        if not numbered and not r.take_no_sequence:
-            where = f"{r.node!r}" + (f" (ingress {r.ingress})" if r.ingress else "")
-            raise ValueError(f"stream {s.name}: sequence_recovery at {where} would discard every frame: none "
-                             f"reaches it with a sequence number (sequence_generation at "
-                             f"{s.frer.sequence_generation!r} comes after it on every path, or a recovery before "
-                             "it took the R-TAG off); place it after the generation, or set take_no_sequence: true")
-
-
-def _compile_recovery(stream: str, r: Recovery, node_index: dict, links: dict, port_index: dict) -> dict[str, Any]:
-    if r.node not in node_index:
-        raise ValueError(f"stream {stream}: sequence_recovery " + _known("node", r.node, node_index))
-    ingress = None
-    if r.ingress is not None:
-        link = links.get(r.ingress)
-        if link is None:
-            raise ValueError(f"stream {stream}: sequence_recovery ingress " + _known("link", r.ingress, links))
-        if r.node not in (link.a, link.b):
-            raise ValueError(f"stream {stream}: ingress link {r.ingress} does not touch node {r.node!r}")
-        far = link.b if r.node == link.a else link.a
-        ingress = port_index[(r.ingress, far)]
-    return {
-        "node": node_index[r.node], "ingress": ingress, "algorithm": r.algorithm,
-        "history_length": r.history_length, "reset_timeout": r.reset_timeout_ps(),
-        "individual": r.individual_recovery, "take_no_sequence": r.take_no_sequence,
-    }
-
-
-def _frame_size(fs: int | Exponential | UniformSize) -> dict[str, Any]:
-    if isinstance(fs, int):
-        return {"dist": "fixed", "bytes": fs}
-    if isinstance(fs, UniformSize) and fs.min > fs.max:
-        raise ValueError(f"frame_size uniform min {fs.min} is above max {fs.max}")
-    return fs.model_dump()
-
-
-def _pattern(p: str | OnOff) -> dict[str, Any]:
-    if isinstance(p, OnOff):
-        return {"kind": "on_off", "on": p.on, "off": p.off}
-    return {"kind": p}
 
 
 SHAPE = "a scenario is a mapping with name, duration, nodes, links, streams"

@@ -1,7 +1,9 @@
-"""frerlab's eBPF loader, as Python sees it: a thin wrapper of the native one (crates/bpf,
-on libbpf through libbpf-rs, in frerlab._native). It loads an object and pins its programs
-(PIN/NAME) and maps (PIN/maps/NAME), creates pinned maps, opens pinned maps (`Map`: lookup and
-update, BPF_F_LOCK) and programs (`Program`: BPF_PROG_TEST_RUN, run-time statistics,
+"""frerlab's eBPF plumbing, as Python sees it: a thin wrapper of the native loader (crates/bpf,
+on libbpf through libbpf-rs, in frerlab._native), below both the FRER data plane
+(frerlab.dataplane) and the path impairment element (frerlab.impair), and importing neither.
+It loads an object and pins its programs (PIN/NAME) and maps (PIN/maps/NAME), creates pinned
+maps, opens pinned maps (`Map`: lookup and update, BPF_F_LOCK; `possible_cpus` gives the
+entries of a per-CPU value) and programs (`Program`: BPF_PROG_TEST_RUN, run-time statistics,
 `RunTimeStats`), and attaches programs to ports through libbpf's own netlink: tc clsact
 ingress/egress in direct-action mode, XDP native or generic, inside a network namespace where
 one is named. Attachments are netlink ones that stay after this process exits (`frerlab
@@ -35,7 +37,7 @@ from frerlab.names import RUN_DIR
 
 __all__ = ["BPFFS", "BPF_F_LOCK", "BpfError", "Map", "Program", "RunTimeStats", "add_clsact",
            "attach_ingress", "attach_tc", "attach_xdp", "create_map", "detach", "ensure_bpffs",
-           "ifindex", "load_and_pin", "unpin"]
+           "ifindex", "load_and_pin", "possible_cpus", "unpin"]
 
 #: Map update flag: take the value's bpf_spin_lock while writing it.
 BPF_F_LOCK = 4
@@ -49,6 +51,12 @@ def ensure_bpffs() -> None:
     if not os.path.ismount(BPFFS):
         BPFFS.mkdir(parents=True, exist_ok=True)
         subprocess.run(["mount", "-t", "bpf", "frerlab-bpf", str(BPFFS)], check=True)
+
+
+def possible_cpus() -> int:
+    """The number of possible CPUs (the entries of a per-CPU map value)."""
+    text = Path("/sys/devices/system/cpu/possible").read_text().strip()
+    return sum(int(r.split("-")[-1]) - int(r.split("-")[0]) + 1 for r in text.split(","))
 
 
 def load_and_pin(obj: Path, pin_dir: Path, reuse: Path | None = None,
