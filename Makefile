@@ -9,7 +9,7 @@ DEB_PACKAGES := clang llvm libbpf-dev libelf-dev zlib1g-dev pkg-config iproute2 
 # One build at a time: parallel make runs (and parallel developers) share the .venv and target/.
 LOCK := flock /tmp/frerlab-build.lock
 
-.PHONY: demo test deps debs venv build native bpf bench clean
+.PHONY: demo test test-fast lint deps debs venv build native bpf bench clean
 
 demo: build
 	$(VENV)/bin/frerlab demo
@@ -17,6 +17,18 @@ demo: build
 test: build
 	cargo test --workspace --exclude frerlab-py --release
 	$(PY) -m pytest -q
+
+# The tests that need no root, no sshd, no time bound and no long run: under 2 minutes (the
+# markers are in pyproject.toml; docs/PERFORMANCE.md, "Tests").
+test-fast: build
+	$(PY) -m pytest -q -m "not root and not sshd and not timing and not slow"
+
+# What CI checks besides the tests (.ci/run): Rust formatting, clippy on every crate and target
+# with warnings as errors, ruff's rules from pyproject.toml on the Python.
+lint: build
+	cargo fmt --all --check
+	cargo clippy --workspace --all-targets --release --quiet -- -D warnings
+	$(VENV)/bin/ruff check --quiet python tests benches scripts
 
 deps: debs venv
 
