@@ -1,12 +1,17 @@
 """One convention for every verb of `frerlab`: walks the parser and checks that each verb shows
 an example of itself in its help, names its output -o/--output, and has --json (or is exempt,
 with the reason); then runs the verbs that need no root with --json and parses what they print,
-and checks that the README names every verb."""
+and checks that the README names every verb, and that every command line the docs and the
+verbs' help texts show is one the parser takes."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
+import re
+import shlex
 from pathlib import Path
 
 import pytest
@@ -68,6 +73,64 @@ def test_the_readme_names_every_verb():
     readme = (ROOT / "README.md").read_text()
     missing = [path for path in VERBS if f"frerlab {path}" not in readme]
     assert not missing
+
+
+#: A shown command line with a placeholder or an alternative is a pattern, not a command.
+PATTERN = re.compile(r"[\[\]…<>{}$|]|\.\.\.|\bN\b")
+
+
+def shown_commands(text: str) -> list[str]:
+    """The `frerlab ...` command lines of `text`'s code blocks (fenced or indented by 4) and
+    example lines: each command of a line (split at ;, &, && and |), without a leading $, sudo,
+    time or .venv/bin/, a trailing # comment or the description after 2 spaces; patterns left
+    out. A line ending in a backslash goes on in the next."""
+    found, fenced = [], False
+    for line in re.sub(r"\\\n\s*", " ", text).splitlines():
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+            continue
+        if not (fenced or line.startswith("  ")):
+            continue
+        body = re.split(r"\s{2,}#|\s#\s", line.strip())[0]
+        for part in re.split(r"\s*(?:;|&&?|\|\|?)\s*", body):
+            part = re.sub(r"^(\$ |sudo |time |\.venv/bin/)+", "", part)
+            command = re.split(r"\s{2,}", part)[0]
+            if command.startswith("frerlab ") and not PATTERN.search(command):
+                found.append(command)
+    return found
+
+
+def parse_problem(command: str) -> str | None:
+    """None if the parser takes `command` ("frerlab ..."), else what it says."""
+    said = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(said), contextlib.redirect_stdout(io.StringIO()):
+            build_parser().parse_args(shlex.split(command)[1:])
+    except SystemExit as stop:
+        return None if stop.code == 0 else said.getvalue().strip().splitlines()[-1]
+    return None
+
+
+def test_every_command_line_the_docs_show_parses():
+    documents = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    shown = [(doc.relative_to(ROOT), c) for doc in documents for c in shown_commands(doc.read_text())]
+    assert len(shown) > 50
+    refused = [f"{doc}: {command}: {problem}" for doc, command in shown if (problem := parse_problem(command))]
+    assert refused == [], "\n".join(refused)
+
+
+@pytest.mark.parametrize("path", VERBS)
+def test_every_example_in_a_verbs_help_parses(path):
+    examples = shown_commands(VERBS[path].format_help())
+    assert examples, f"`frerlab {path} --help` shows no example to parse"
+    assert [(c, p) for c in examples if (p := parse_problem(c))] == []
+
+
+def test_a_command_line_the_parser_refuses_is_found():
+    assert shown_commands("    frerlab sim run a.yaml -o out   # simulate\n    frerlab bench run [-o DIR]\n") == [
+        "frerlab sim run a.yaml -o out"]
+    assert "--nonsense" in parse_problem("frerlab sim run a.yaml --nonsense")
+    assert parse_problem("frerlab sim run a.yaml -o out") is None
 
 
 def run_json(capsys, argv: list[str]):
