@@ -4,7 +4,9 @@ never the machine's whole process list. For the eBPF data plane tests: the skip 
 built, loaded and pinned once per module, the same with its XDP program (frer_xdp.o on frer.o's
 maps) run on frames "received" by devices of a namespace of its own (hook_runner: either hook and
 either shape of the per-stream maps, one test body), and the one-port-per-path recovery listener
-the replays configure."""
+the replays configure. For the testbed tests: one testbed per mode for the whole session
+(frer_bed, control_bed), the seeds' topology with default settings; a test that impairs a path
+clears it again."""
 
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from frerlab.dataplane import layout
 from frerlab.dataplane.node import ARRAY_STREAMS, OBJECT, XDP_OBJECT, map_shapes, open_maps
 from frerlab.netns import Namespaces, entered, link_info
 from frerlab.processes import command_line
+from frerlab.testbed import bed
 from frerlab.traffic.netpair import namespaces_available
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,6 +40,20 @@ NEEDS_BPF = [
     pytest.mark.skipif(os.geteuid() != 0, reason="BPF programs and namespaces need root"),
     pytest.mark.skipif(bool(_missing), reason=f"not installed: {', '.join(_missing)}"),
 ]
+
+
+@pytest.fixture(scope="session")
+def frer_bed():
+    """A testbed in frer mode with default settings, shared by the session's tests."""
+    with bed.Testbed(name=f"s{os.getpid() % 100000}f", mode="frer") as tb:
+        yield tb
+
+
+@pytest.fixture(scope="session")
+def control_bed():
+    """A testbed in control mode with default settings, shared by the session's tests."""
+    with bed.Testbed(name=f"s{os.getpid() % 100000}c", mode="control") as tb:
+        yield tb
 
 
 #: Standard normal quantile for a two-sided false-alarm chance of one in a million: a test that

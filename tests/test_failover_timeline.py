@@ -37,18 +37,6 @@ def tcpdumps(out: Path) -> list[str]:
     return processes_naming("tcpdump", str(out))
 
 
-@pytest.fixture(scope="module")
-def frer_bed():
-    with bed.Testbed(name=name("tf"), mode="frer") as tb:
-        yield tb
-
-
-@pytest.fixture(scope="module")
-def control_bed():
-    with bed.Testbed(name=name("tc"), mode="control") as tb:
-        yield tb
-
-
 def first_times(capture: Path) -> dict[int, int]:
     """Sequence number -> time (ns) of its first data frame in `capture`."""
     times: dict[int, int] = {}

@@ -42,18 +42,6 @@ def leftovers(tb_name: str) -> list[str]:
     return found + processes_naming(f"tb-{tb_name}-")
 
 
-@pytest.fixture(scope="module")
-def frer_bed():
-    with bed.Testbed(name=name("f"), mode="frer") as tb:
-        yield tb
-
-
-@pytest.fixture(scope="module")
-def control_bed():
-    with bed.Testbed(name=name("c"), mode="control") as tb:
-        yield tb
-
-
 def test_bad_settings_are_refused_naming_the_value():
     for settings, message in ((dict(rate="fast"), "fast"), (dict(queue_limit="100"), "queue limit 100 is out of range"),
                               (dict(mode="ring"), "mode 'ring' is not valid (frer or control)"),

@@ -38,10 +38,11 @@ def exists(netns: str) -> bool:
 
 
 def veth(a_netns: str | None, a_if: str, b_netns: str | None, b_if: str, mtu: int = 1500,
-         queues: int | None = None) -> None:
-    """A veth pair, both ends up with `mtu` and `queues` transmit and receive queues (None: the
-    kernel's default): `a_if` in network namespace `a_netns`, `b_if` in `b_netns` (None: the
-    caller's). ToolFailed with ip's message on failure (a name taken where its end would live)."""
+         queues: int | None = None, up: bool = True) -> None:
+    """A veth pair with `mtu` and `queues` transmit and receive queues (None: the kernel's
+    default), both ends up unless `up` is False: `a_if` in network namespace `a_netns`, `b_if` in
+    `b_netns` (None: the caller's). ToolFailed with ip's message on failure (a name taken where
+    its end would live)."""
     if b_netns is None and a_netns is not None:  # made from here, the peer sent to a_netns
         a_netns, a_if, b_netns, b_if = b_netns, b_if, a_netns, a_if
     # `ip -n A link add` looks the first name up in A, where it will live, not in the caller's
@@ -50,8 +51,9 @@ def veth(a_netns: str | None, a_if: str, b_netns: str | None, b_if: str, mtu: in
     # names given with `name` and `dev`: a port may be called `up` or `down`
     ip("link", "add", "name", a_if, *end, "type", "veth", "peer", "name", b_if, *end,
        *(["netns", b_netns] if b_netns else []), netns=a_netns)
-    ip("link", "set", "dev", a_if, "up", netns=a_netns)
-    ip("link", "set", "dev", b_if, "up", netns=b_netns)
+    if up:
+        ip("link", "set", "dev", a_if, "up", netns=a_netns)
+        ip("link", "set", "dev", b_if, "up", netns=b_netns)
 
 
 def delete(netns: str) -> None:

@@ -46,7 +46,7 @@ from frerlab.names import MAX_IFNAME, RUN_DIR, pydantic_name
 from frerlab.statefiles import StateModel
 from frerlab.statefiles import read_state as read_state_file
 from frerlab.netns import exists as netns_exists
-from frerlab.netns import ip
+from frerlab.netns import ip, veth
 from frerlab.files import shape_error, write_atomic
 
 OBJECT = Path(__file__).resolve().parents[3] / "bpf" / "build" / "impair.o"
@@ -351,12 +351,12 @@ class PathImpairment:
 
     def _add_delay_devices(self) -> None:
         x, y = _delay_devices(self.name)
-        ip("-n", self.netns, "link", "add", x, "type", "veth", "peer", "name", y)
+        # Room for any frame a path carries, GSO packets included; up once IPv6 is off.
+        veth(self.netns, x, self.netns, y, mtu=65535, up=False)
         for dev in (x, y):
             subprocess.run(["ip", "netns", "exec", self.netns, "sysctl", "-qw",
                             f"net.ipv6.conf.{dev}.disable_ipv6=1"], capture_output=True, check=True)
-            # Room for any frame a path carries, GSO packets included.
-            ip("-n", self.netns, "link", "set", dev, "mtu", "65535", "arp", "off", "multicast", "off", "up")
+            ip("-n", self.netns, "link", "set", dev, "arp", "off", "multicast", "off", "up")
 
     def _open_maps(self) -> None:
         maps = self.pin_dir / "maps"

@@ -46,9 +46,8 @@ from frerlab.names import MAX_IFNAME, RUN_DIR, check_name, inside, name_problem,
 from frerlab.statefiles import StateModel
 from frerlab.statefiles import read_state as read_state_file
 from frerlab.netns import Namespaces, delete, exists, link_info
-from frerlab.units import MIN_FRAME_BYTES, rate_bps, size_bytes
+from frerlab.units import L1_OVERHEAD_BYTES, MIN_FRAME_BYTES, rate_bps, size_bytes
 from frerlab.testbed import plan
-from frerlab.units import L1_OVERHEAD_BYTES
 from frerlab.files import write_atomic
 
 STATE_DIR = RUN_DIR / "testbed"
