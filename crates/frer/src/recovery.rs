@@ -27,6 +27,9 @@
 //! - **Tagless packets** count in `tagless_packets`; one that passes (take-no-sequence) also
 //!   counts in `passed_packets`, so every packet is counted exactly once in passed, discarded,
 //!   rogue or dropped-tagless. It does not reload the timer (it carries no sequence number).
+//!
+//! Over 600 lines only with its unit tests (about 260 of them); the recovery functions are about
+//! 500.
 
 use core::fmt;
 use core::str::FromStr;

@@ -1,6 +1,9 @@
 //! Stream identification, one section per type (802.1CB clause 6, 802.1CBdb): each parameter
 //! on both sides of its match, its "ignore" value, frames with and without an R-TAG, the
 //! active type's rewrites, and parameter validation messages.
+//!
+//! Long by design: one section per identification type, each parameter tested on both sides of its
+//! match.
 
 use std::net::IpAddr;
 

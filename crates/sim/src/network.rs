@@ -24,6 +24,10 @@
 //! (`Event::Reflected`; the returned rates wait in the stream's `returned`, in order, since
 //! every probe of a stream takes the same time back); each port's advertised rate is renewed
 //! every interval while the sources run (`Event::FecnTick`).
+//!
+//! Why one module of 1,000 lines: every event handler works on the same arena of packets, ports and
+//! streams, and splitting them would pass the whole simulation between modules; the congestion
+//! controls' state machines are already their own modules.
 
 use std::collections::VecDeque;
 use std::time::Instant;

@@ -2,6 +2,9 @@
 //! per second, bytes) with nodes, ports and streams referred to by index. The Python side turns
 //! a user's YAML (names, unit strings, paths) into this form; `check` rejects what would make
 //! the model meaningless, naming the bad value and what would be valid.
+//!
+//! Why over 600 lines: it is every type of the scenario's plain-data form with its one `check`,
+//! which must see them all together (the congestion specs live beside their models).
 
 use serde::Deserialize;
 

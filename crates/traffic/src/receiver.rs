@@ -16,6 +16,9 @@
 //! Work is done in [`Receiver::step`] slices so a caller can check for Ctrl-C between them.
 //! The run ends after `duration_s`, `linger_s` after every stream seen has sent its
 //! end-of-stream probe, or `idle_s` without traffic, whichever comes first.
+//!
+//! Why over 600 lines: the UDP, AF_PACKET and AF_XDP receive loops feed one accounting and one
+//! report, and share the timestamp handling between them.
 
 use crate::accounting::{StreamAccounting, StreamReport};
 use crate::frame::{FCS_LEN, MAX_FRAME, UDP_OVERHEAD};

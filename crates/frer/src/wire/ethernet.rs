@@ -11,6 +11,8 @@
 //! `n` is 0, 1 or 2; a TPID is 0x8100 (C-tag, 802.1Q) or 0x88A8 (S-tag, 802.1ad) in either
 //! position. The R-TAG (802.1CB 7.8) stands where the EtherType would, after the VLAN tags.
 //! A third VLAN TPID is not walked: it is reported as the frame's EtherType.
+//!
+//! Over 600 lines only with its unit tests (about 170 of them); the codec is about 500.
 
 use core::fmt;
 use core::str::FromStr;
