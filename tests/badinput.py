@@ -36,6 +36,11 @@ from frerlab.dataplane import control, node
 from frerlab.impair import path as impair_path
 from frerlab.testbed import bed
 
+#: Lines of a file that is not a configuration (shaped like /etc/shadow); no error may show them.
+SECRET = ["root:$y$j9T$SecretSaltSecret$HashHashHashHashHashHashHashHashHash:19700:0:99999:7:::",
+          "daemon:*:19700:0:99999:7:::",
+          "api-token: 5f0e8b1c2d3a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c",
+          "name: a-secret-value-much-longer-than-any-token-frerlab-shows"]
 #: The installed `frerlab` command (the project's entry point) in the interpreter's environment.
 ENTRY_POINT = Path(sys.executable).with_name("frerlab")
 #: Every module global holding a state directory: (module, global, its path below RUN_DIR).

@@ -20,7 +20,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from badinput import assert_refused, run_cli
+from badinput import SECRET, assert_refused, run_cli
 from conftest import NEEDS_BPF
 from frerlab.dataplane.config import MAX_ENTRIES, parse_config
 from frerlab.errors import UsageError
@@ -29,11 +29,6 @@ from frerlab.testbed import bed, failover
 from frerlab.yamlfile import MAX_FILE_BYTES, load
 
 SCENARIO = Path(__file__).resolve().parent.parent / "scenarios" / "seed000_control.yaml"
-#: Lines of a file that is not a configuration (shaped like /etc/shadow); no error may show them.
-SECRET = ["root:$y$j9T$SecretSaltSecret$HashHashHashHashHashHashHashHashHash:19700:0:99999:7:::",
-          "daemon:*:19700:0:99999:7:::",
-          "api-token: 5f0e8b1c2d3a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c",
-          "name: a-secret-value-much-longer-than-any-token-frerlab-shows"]
 
 TALKER = {"name": "bad-in", "ports": ["t0a", "t0b"],
           "stream-identity": [{"index": 1, "handle": 1, "in-facing": {"input-port": ["t0a"]},

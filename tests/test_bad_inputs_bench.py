@@ -21,16 +21,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from badinput import assert_refused
+from badinput import SECRET, assert_refused
 from frerlab.bench.imported import import_into
 from frerlab.bench.campaign import MAX_CAMPAIGN_BYTES, MAX_UNITS, parse_campaign, plan, plan_text, read_campaign
 from frerlab.bench.results import ResultsDir
 from frerlab.errors import UsageError
 from frerlab.remote.hosts import read_hosts
 
-#: Lines of a file that is not what it claims to be (shaped like /etc/shadow); no error may show them.
-SECRET = ["root:$y$j9T$SecretSaltSecret$HashHashHashHashHashHashHashHashHash:19700:0:99999:7:::",
-          "daemon:*:19700:0:99999:7:::"]
+#: What no message may show: the secret lines, a piece of one, a traceback.
 NEVER = [*SECRET, "SecretSalt", "Traceback"]
 
 CAMPAIGN = {"name": "bad-bench", "system": {"rate": "100Mbps", "modes": ["frer"]},

@@ -21,13 +21,12 @@ from pathlib import Path
 
 import pytest
 
-from badinput import assert_refused, run_cli
+from badinput import SECRET, assert_refused, run_cli
 from frerlab import sim
 from frerlab.errors import UsageError
 from frerlab.files import MAX_STORED_BYTES
 from frerlab.report import sources
 from frerlab.report.sources import load_all
-from test_bad_inputs import SECRET
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "results"
@@ -77,7 +76,7 @@ DAMAGED = [
     ("campaign", write("metadata.json", SECRET_TEXT), "metadata.json", "not valid JSON"),
     ("campaign", write("metadata.json", ""), "metadata.json", "not valid JSON at line 1"),
     ("campaign", write("metadata.json", bytes(range(256))), "metadata.json", "not UTF-8"),
-    ("campaign", write("metadata.json", "[1, 2]"), "metadata.json", "valid dictionary"),
+    ("campaign", write("metadata.json", "[1, 2]"), "metadata.json", "the top level: should be a JSON object"),
     ("campaign", edit_json("summary.json", lambda s: s["groups"][0].pop("metrics")), "summary.json",
      "groups.0.metrics: Field required"),
     ("campaign", edit_json("summary.json", lambda s: s.update(groups={"a": 1})), "summary.json", "groups: "),

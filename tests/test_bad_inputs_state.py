@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from badinput import assert_refused, run_cli
+from badinput import SECRET, assert_refused, run_cli
 from frerlab.cli import main
 from frerlab.dataplane import control
 from frerlab.errors import UsageError
@@ -32,9 +32,6 @@ from frerlab.testbed import bed
 
 ROOT = Path(__file__).resolve().parents[1]
 LINK_FAILURE = ROOT / "scenarios" / "link_failure.yaml"
-#: Lines of a file that is not a state file (shaped like /etc/shadow); no error may show them.
-SECRET = ["root:$y$j9T$SecretSaltSecret$HashHashHashHashHashHashHashHashHash:19700:0:99999:7:::",
-          "api-token: 5f0e8b1c2d3a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c"]
 
 ROLES = ("talker", "sw1", "sw2", "listener", "a", "b")
 TESTBED = {"name": "tb1", "settings": {"name": "tb1", "mode": "frer", "rate": "100Mbps", "queue_limit": "64KiB",
@@ -78,7 +75,7 @@ DAMAGE = {
     "empty": (b"", "not valid JSON at line 1, column 1"),
     "binary": (bytes(range(256)), "it is not UTF-8 text"),
     "secret text": ("\n".join(SECRET).encode(), "not valid JSON at line 1"),
-    "a list": (b"[1, 2]", "it holds a list, not a mapping"),
+    "a list": (b"[1, 2]", "the top level: should be a JSON object"),
     "missing keys": (b"{}", "Field required"),
     "NaN": (b'{"name": NaN}', "NaN is not a number JSON allows"),
     "400 digits": (b'{"name": 1' + b"9" * 400 + b"}", "an integer of 401 digits"),
@@ -194,7 +191,7 @@ def test_impair_and_down_refuse_a_damaged_impairment_or_data_plane_of_a_testbed(
     assert_refused(["testbed", "down", "--name", "tb1"], [str(element), "end_a"], run)
     element.unlink()
     dataplane = _plant(run, "dataplane/tb-tb1-sw2.json", b"[]")
-    assert_refused(["testbed", "down", "--name", "tb1"], [str(dataplane), "it holds a list"], run)
+    assert_refused(["testbed", "down", "--name", "tb1"], [str(dataplane), "the top level: should be a JSON object"], run)
     assert (run / "testbed" / "tb1.json").exists() and (run / "bpf" / "tb-tb1-path-a").exists()
 
 

@@ -18,9 +18,12 @@ import os
 import stat
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 from frerlab.errors import UsageError
+from frerlab.yamlfile import field_path, hide_texts
 
 #: Largest stored file read back (bytes): far above any result, manifest or state frerlab writes.
 MAX_STORED_BYTES = 64 << 20
@@ -114,3 +117,21 @@ def shape_error(path: str | Path, what: str, problem: str) -> UsageError:
     """The error for a stored file whose JSON parses but does not hold what frerlab wrote there
     (`problem` names the field and what it should be), for the reader to raise."""
     return UsageError(f"{what} {str(path)!r} is damaged: {problem}; is it a file frerlab wrote?")
+
+
+Model = TypeVar("Model", bound=BaseModel)
+
+
+def check_shape(model: type[Model], data: Any, path: str | Path, what: str, within: str = "") -> Model:
+    """`data`, read from stored file `path`, as `model`; otherwise the shape_error naming the
+    first bad field (under `within`, a field path), what it should be (never a text of the file
+    longer than a field name) and how many more problems there are."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(part for part in (within, field_path(first["loc"])) if part) or "the top level"
+        problem = ("should be a JSON object" if first["type"] == "model_type"
+                   else hide_texts(first["msg"].removeprefix("Value error, "), first.get("input")))
+        more = f" (and {err.error_count() - 1} more problems)" if err.error_count() > 1 else ""
+        raise shape_error(path, what, f"{where}: {problem}{more}") from None

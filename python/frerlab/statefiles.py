@@ -14,11 +14,10 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from frerlab.errors import UsageError
-from frerlab.files import read_json, shape_error
-from frerlab.yamlfile import describe_error
+from frerlab.files import check_shape, read_json
 
 
 class StateModel(BaseModel):
@@ -32,13 +31,7 @@ def read_state(path: Path, what: str, model: type[StateModel], root: Path) -> di
     """The data of state file `path` (inside directory `root`) once it has `model`'s shape;
     UsageError naming the file and the bad field otherwise."""
     data = read_json(path, what, root)
-    if not isinstance(data, dict):
-        raise shape_error(path, what, f"it holds a {type(data).__name__}, not a mapping")
-    try:
-        model.model_validate(data)
-    except ValidationError as err:
-        problems = [line.removeprefix(": ") for line in describe_error(err, "", model).splitlines()]
-        raise shape_error(path, what, "; ".join(problems)) from None
+    check_shape(model, data, path, what)
     return data
 
 

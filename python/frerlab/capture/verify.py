@@ -45,16 +45,15 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from frerlab.capture.reader import VALID, check_capture, read_capture
 from frerlab.errors import UsageError
-from frerlab.files import read_json, shape_error
+from frerlab.files import check_shape, read_json, shape_error
 from frerlab.frer import pop_rtag
 from frerlab.names import pydantic_name, shown
 from frerlab.pcap import TruncatedCapture
 from frerlab.testbed.plan import ELIMINATE_AT, MODES, REPLICATE_AT
-from frerlab.yamlfile import field_path, hide_texts
 
 #: Every field a stream key may use, and the default key.
 FIELDS = ("dst_mac", "src_mac", "vlan", "ethertype", "src_ip", "dst_ip", "proto", "src_port", "dst_port")
@@ -326,18 +325,6 @@ class _FailoverMeta(_Stored):
     testbed: _TestbedSettings
 
 
-def _stored(model: type[BaseModel], data: object, path: Path, what: str) -> BaseModel:
-    """`data` read from `path` checked by `model`; files.shape_error naming the first bad field."""
-    try:
-        return model.model_validate(data)
-    except ValidationError as err:
-        first = err.errors()[0]
-        field = field_path(first["loc"]) or "the top level"
-        problem = ("should be a JSON object" if first["type"] == "model_type"
-                   else hide_texts(first["msg"], first.get("input")))
-        raise shape_error(path, what, f"{field}: {problem}") from None
-
-
 def _present(path: Path) -> bool:
     """Whether `path` is there at all (a dangling symlink too: it is refused, not skipped)."""
     return os.path.lexists(path)
@@ -362,7 +349,7 @@ def points_from(captures: Sequence[str | Path]) -> tuple[list[Point], dict]:
                 roles = data[1]
                 continue
         if _present(manifest):
-            stored = _stored(_Manifest, read_json(manifest, "capture manifest", root=path), manifest,
+            stored = check_shape(_Manifest, read_json(manifest, "capture manifest", root=path), manifest,
                              "capture manifest")
             points += [Point(name, path / p.file, p.rtag_expected, path) for name, p in stored.points.items()]
             roles = stored.roles.model_dump(exclude_unset=True)
@@ -391,7 +378,7 @@ def _failover_manifest(path: Path) -> tuple[dict[str, tuple[str, bool]], dict] |
     from frerlab.capture.record import expectations
     from frerlab.testbed.timeline import POINTS
 
-    settings = _stored(_FailoverMeta, meta, meta_file, "run metadata").testbed
+    settings = check_shape(_FailoverMeta, meta, meta_file, "run metadata").testbed
     rtag, roles = expectations(settings.model_dump())
     return {name: (file, rtag[name]) for name, (_, _, _, file) in POINTS.items() if _present(path / file)}, roles
 

@@ -1,18 +1,14 @@
 """The shape of every stored JSON file `frerlab report` reads, as far as the report uses it:
 small pydantic models, strict (a string or `true` where a number belongs is refused, not
 coerced; no NaN or infinity), extra fields allowed (a result holds more than the report
-draws). `check` validates the data read from a file and raises files.shape_error naming the
-file and the field, never a value of the file."""
+draws). files.check_shape validates the data read from a file against them."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from frerlab.files import shape_error
-from frerlab.yamlfile import field_path, hide_texts
 
 Number = float  # strict: an int or a float, never a bool or a string; finite (allow_inf_nan=False)
 Count = Annotated[int, Field(ge=0)]
@@ -227,17 +223,3 @@ class Timeline(_Shape):
     series: dict[str, list[Count]]
     events: list[TimelineEvent] = []
     complete: bool | None = None
-
-
-def check(model: type[BaseModel], data: Any, path: Path, what: str, within: str = "") -> Any:
-    """`data` if it has `model`'s shape; files.shape_error naming `path`, the field (under
-    `within`, a field path) and what it should be otherwise."""
-    try:
-        model.model_validate(data)
-    except ValidationError as err:
-        first = err.errors()[0]
-        where = ".".join(part for part in (within, field_path(first["loc"])) if part) or "the file"
-        problem = hide_texts(first["msg"].removeprefix("Value error, "), first.get("input"))
-        more = f" (and {err.error_count() - 1} more problems)" if err.error_count() > 1 else ""
-        raise shape_error(path, what, f"{where}: {problem}{more}") from None
-    return data

@@ -29,7 +29,7 @@ from pydantic import BaseModel
 from frerlab import yamlfile
 from frerlab.bench.verdict import Verdict
 from frerlab.errors import UsageError
-from frerlab.files import MAX_STORED_BYTES, read_json, read_stored, shape_error, stored_file
+from frerlab.files import MAX_STORED_BYTES, check_shape, read_json, read_stored, shape_error, stored_file
 from frerlab.report import shapes
 
 KINDS = ("campaign", "import", "failover", "sim", "sim-sweep")
@@ -133,7 +133,11 @@ class _Directory:
 
     def json(self, path: Path | None, model: type[BaseModel]) -> Any:
         """The JSON data of a reserved `path` (None for None), checked against `model`."""
-        return None if path is None else shapes.check(model, read_json(path, WHAT, self.root), path, WHAT)
+        if path is None:
+            return None
+        data = read_json(path, WHAT, self.root)
+        check_shape(model, data, path, WHAT)
+        return data
 
     def table(self, path: Path) -> pd.DataFrame:
         """The CSV table of a reserved `path`, its rows taken from the budget."""
@@ -247,7 +251,7 @@ def _campaign(d: _Directory) -> Source:
         unit = d.json(p, shapes.Unit)
         kind = unit["unit"]["kind"]
         if kind in shapes.DETAILS and (kind == "failover" or "trials" in unit["detail"]):
-            shapes.check(shapes.DETAILS[kind], unit["detail"], p, WHAT, "detail")
+            check_shape(shapes.DETAILS[kind], unit["detail"], p, WHAT, "detail")
             d.budget.add("rows", len(unit["detail"].get("trials", [])), MAX_ROWS, p)
         units.append((p, unit))
     failovers = [(u["unit"]["mode"], u["detail"], _timeline(d, p.parent)) for p, u in units
