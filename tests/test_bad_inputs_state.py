@@ -29,6 +29,7 @@ from frerlab.impair import path as impair_path
 from frerlab.sim import api
 from frerlab.sim.sweeps import MAX_SWEEP_POINTS, MAX_SWEEP_VALUES, _count_values, grid_points
 from frerlab.testbed import bed
+from frerlab.statefiles import remove_if_empty
 
 ROOT = Path(__file__).resolve().parents[1]
 LINK_FAILURE = ROOT / "scenarios" / "link_failure.yaml"
@@ -351,3 +352,17 @@ def test_checking_the_largest_accepted_sweep_is_quick(tmp_path, capsys):
     assert cmd_check(argparse.Namespace(scenario=path, allow_long=True, json=False)) == 0
     assert time.process_time() - started < 2.0
     assert f"{points} runs" in capsys.readouterr().out
+
+
+def test_an_emptied_state_directory_goes_and_run_dir_with_it_unless_another_run_is_there(tmp_path):
+    run = tmp_path / "run"
+    (run / "testbed").mkdir(parents=True)
+    (run / "dataplane").mkdir()
+    (run / "dataplane" / "other.json").write_text("{}")
+    remove_if_empty(run / "testbed")
+    assert not (run / "testbed").exists() and (run / "dataplane" / "other.json").exists()
+    remove_if_empty(run / "dataplane")  # not empty: another run's file stays, and so does RUN_DIR
+    assert (run / "dataplane" / "other.json").exists()
+    (run / "dataplane" / "other.json").unlink()
+    remove_if_empty(run / "dataplane")
+    assert not run.exists() and tmp_path.exists()

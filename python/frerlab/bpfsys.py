@@ -34,6 +34,7 @@ from frerlab._native import bpf_detach as detach
 from frerlab._native import bpf_ifindex as ifindex
 from frerlab._native import bpf_load_and_pin as _load_and_pin
 from frerlab.names import RUN_DIR
+from frerlab.statefiles import remove_if_empty
 
 __all__ = ["BPFFS", "BPF_F_LOCK", "BpfError", "Map", "Program", "RunTimeStats", "add_clsact",
            "attach_ingress", "attach_tc", "attach_xdp", "create_map", "detach", "ensure_bpffs",
@@ -104,6 +105,4 @@ def _release_bpffs() -> None:
             return
     subprocess.run(["umount", str(BPFFS)], capture_output=True)
     if not os.path.ismount(BPFFS):
-        BPFFS.rmdir()
-        if not any(BPFFS.parent.iterdir()):
-            BPFFS.parent.rmdir()
+        remove_if_empty(BPFFS)

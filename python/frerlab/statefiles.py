@@ -50,3 +50,17 @@ def down_all(what: str, names: Iterable[str], down: Callable[[str], bool],
     if damaged:
         raise UsageError(f"{len(damaged)} {what}(s) left in place: " + "\n".join(damaged))
     return was_up
+
+
+def remove_if_empty(directory: Path) -> None:
+    """Removes state directory `directory` (one of RUN_DIR's) if nothing is left in it, then
+    RUN_DIR if that is empty too, so that a machine frerlab is done with keeps no trace of it.
+    Whatever another run put there meanwhile stays."""
+    for empty in (directory, directory.parent):
+        try:
+            if empty.is_dir() and not any(empty.iterdir()):
+                empty.rmdir()
+            elif empty.exists():
+                return
+        except OSError:  # filled or removed by another run meanwhile
+            return

@@ -33,7 +33,7 @@ from frerlab import bpfsys, processes
 from frerlab.errors import UsageError
 from frerlab.frer import LatentErrorDetector
 from frerlab.names import MAX_IFNAME, RUN_DIR, check_name, inside, name_problem, pydantic_name
-from frerlab.statefiles import StateModel
+from frerlab.statefiles import StateModel, remove_if_empty
 from frerlab.statefiles import read_state as read_state_file
 from frerlab.netns import Namespaces
 from frerlab.netns import exists as netns_exists
@@ -237,8 +237,7 @@ def down(name: str) -> bool:
     bpfsys.unpin(pins)
     for leftover in (path, latent_path(name), log_path(name)):
         leftover.unlink(missing_ok=True)
-    if STATE_DIR.is_dir() and not any(STATE_DIR.iterdir()):
-        STATE_DIR.rmdir()
+    remove_if_empty(STATE_DIR)
     return found
 
 

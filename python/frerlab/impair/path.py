@@ -43,7 +43,7 @@ from frerlab import bpfsys, processes
 from frerlab.bpfsys import attach_ingress, detach, ifindex, possible_cpus
 from frerlab.errors import ToolFailed, UsageError
 from frerlab.names import MAX_IFNAME, RUN_DIR, pydantic_name
-from frerlab.statefiles import StateModel
+from frerlab.statefiles import StateModel, remove_if_empty
 from frerlab.statefiles import read_state as read_state_file
 from frerlab.netns import exists as netns_exists
 from frerlab.netns import ip, veth
@@ -284,10 +284,7 @@ def remove_leftovers(name: str) -> None:
         subprocess.run(["ip", "-n", netns, "link", "del", _delay_devices(name)[0]], capture_output=True)
     bpfsys.unpin(PIN_ROOT / name)
     shutil.rmtree(state_dir, ignore_errors=True)
-    if STATE_ROOT.exists() and not any(STATE_ROOT.iterdir()):
-        STATE_ROOT.rmdir()
-        if not any(STATE_ROOT.parent.iterdir()):
-            STATE_ROOT.parent.rmdir()
+    remove_if_empty(STATE_ROOT)
 
 
 class PathImpairment:

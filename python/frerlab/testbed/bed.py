@@ -43,7 +43,7 @@ from frerlab.impair import PathImpairment
 from frerlab.impair.path import recorded_state as recorded_path_state
 from frerlab.impair import remove_leftovers as remove_path_leftovers
 from frerlab.names import MAX_IFNAME, RUN_DIR, check_name, inside, name_problem, pydantic_name
-from frerlab.statefiles import StateModel
+from frerlab.statefiles import StateModel, remove_if_empty
 from frerlab.statefiles import read_state as read_state_file
 from frerlab.netns import Namespaces, delete, exists, link_info
 from frerlab.units import L1_OVERHEAD_BYTES, MIN_FRAME_BYTES, rate_bps, size_bytes
@@ -331,8 +331,7 @@ def down(name: str) -> bool:
             found = True
             delete(ns)
     path.unlink(missing_ok=True)
-    if STATE_DIR.is_dir() and not any(STATE_DIR.iterdir()):
-        STATE_DIR.rmdir()
+    remove_if_empty(STATE_DIR)
     return found
 
 
