@@ -302,15 +302,7 @@ impl HardwareStamping {
     pub fn enable(interface: &str, tx: bool) -> io::Result<HardwareStamping> {
         // SAFETY: an all-zero hwtstamp_config is valid (plain integers).
         let mut previous: libc::hwtstamp_config = unsafe { zeroed() };
-        // SAFETY: `previous` is a live hwtstamp_config, the structure SIOCGHWTSTAMP fills.
-        unsafe {
-            sys::interface_ioctl(
-                interface,
-                libc::SIOCGHWTSTAMP,
-                (&mut previous as *mut libc::hwtstamp_config).cast(),
-            )
-        }
-        .map_err(|e| {
+        hwtstamp_ioctl(interface, libc::SIOCGHWTSTAMP, &mut previous).map_err(|e| {
             io::Error::new(
                 e.kind(),
                 format!(
@@ -324,15 +316,7 @@ impl HardwareStamping {
         } else {
             config.rx_filter = libc::HWTSTAMP_FILTER_ALL as libc::c_int;
         }
-        // SAFETY: `config` is a live hwtstamp_config, the structure SIOCSHWTSTAMP takes.
-        unsafe {
-            sys::interface_ioctl(
-                interface,
-                libc::SIOCSHWTSTAMP,
-                (&mut config as *mut libc::hwtstamp_config).cast(),
-            )
-        }
-        .map_err(|e| {
+        hwtstamp_ioctl(interface, libc::SIOCSHWTSTAMP, &mut config).map_err(|e| {
             io::Error::new(
                 e.kind(),
                 format!(
@@ -349,14 +333,24 @@ impl HardwareStamping {
 
 impl Drop for HardwareStamping {
     fn drop(&mut self) {
-        // SAFETY: `previous` is a live hwtstamp_config, the structure SIOCSHWTSTAMP takes.
-        let _ = unsafe {
-            sys::interface_ioctl(
-                &self.interface,
-                libc::SIOCSHWTSTAMP,
-                (&mut self.previous as *mut libc::hwtstamp_config).cast(),
-            )
-        };
+        let _ = hwtstamp_ioctl(&self.interface, libc::SIOCSHWTSTAMP, &mut self.previous);
+    }
+}
+
+/// `request` (SIOCGHWTSTAMP, which fills `config`, or SIOCSHWTSTAMP, which takes it) on
+/// `interface`.
+fn hwtstamp_ioctl(
+    interface: &str,
+    request: libc::c_ulong,
+    config: &mut libc::hwtstamp_config,
+) -> io::Result<()> {
+    // SAFETY: `config` is a live, writable hwtstamp_config, the structure both requests use.
+    unsafe {
+        sys::interface_ioctl(
+            interface,
+            request,
+            (config as *mut libc::hwtstamp_config).cast(),
+        )
     }
 }
 
