@@ -16,7 +16,7 @@ from frerlab.errors import EXIT_SHORTFALL, UsageError
 from frerlab.names import output_dir, output_file
 from frerlab.traffic import gen, importer
 from frerlab.files import write_atomic
-from frerlab.traffic.record import TrafficRecord, dump_records
+from frerlab.traffic.record import TrafficRecord, dump_records, records_data
 from frerlab.names import shown
 from frerlab.units import (MAX_COUNT, MAX_SECONDS, count, frame_bytes, frames_per_second, generator_rate, option_value,
                            seconds)
@@ -297,7 +297,7 @@ def _send(args: argparse.Namespace) -> int:
     if args.report_json:
         print(json.dumps(report))
     else:
-        emit(args, [record.model_dump(mode="json")], _describe(record))
+        emit(args, records_data([record]), _describe(record))
     for warning in record.warnings:
         print(f"frerlab: warning: {warning}", file=sys.stderr)
     return EXIT_SHORTFALL if report["shortfall"] else 0
@@ -334,7 +334,7 @@ def _recv(args: argparse.Namespace) -> int:
         print(json.dumps(report))
     else:
         text = "\n".join(_describe(r) + "".join(f"\n  warning: {w}" for w in r.warnings) for r in records)
-        emit(args, [r.model_dump(mode="json") for r in records], text or "no probe frames received")
+        emit(args, records_data(records), text or "no probe frames received")
     return 0
 
 
@@ -356,7 +356,7 @@ def _import(args: argparse.Namespace) -> int:
         records.extend(importer.import_file(path))
     if args.output:
         write_atomic(args.output, dump_records(records))
-    emit(args, [r.model_dump(mode="json") for r in records], "\n".join(_describe(r) for r in records) or None)
+    emit(args, records_data(records), "\n".join(_describe(r) for r in records) or None)
     return 0
 
 

@@ -139,6 +139,11 @@ def loss_percent(sent: int | None, lost: int | None) -> float | None:
     return lost / sent * 100.0
 
 
+def records_data(records: list[TrafficRecord]) -> list[dict]:
+    """Records as JSON-ready data (what --json prints)."""
+    return [r.model_dump(mode="json") for r in records]
+
+
 def dump_records(records: list[TrafficRecord]) -> str:
     """Records as a JSON array."""
-    return json.dumps([r.model_dump(mode="json") for r in records], indent=2)
+    return json.dumps(records_data(records), indent=2)
