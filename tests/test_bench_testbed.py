@@ -1,7 +1,8 @@
 """Benchmark campaigns on real testbeds: the quick campaign against the truth of a DUT whose
 capacity is known (paths shaped below the hosts' links), the validity flags raised by real
 trials (a generator asked for more than it can send, a talker offering beyond its link, a
-listener that stops reading), and an interrupted campaign completed by --resume."""
+listener that stops reading), FRER's own counters recorded beside a trial's loss, and an
+interrupted campaign completed by --resume."""
 
 from __future__ import annotations
 
@@ -17,10 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import NEEDS_BPF, ROOT, interruptible, processes_naming
+from conftest import NEEDS_BPF, ROOT, binomial_bounds, interruptible, processes_naming
 from frerlab.bench.run import campaign_testbed
 from frerlab.bench import campaign, target
 from frerlab.bench.steps import Context
+from frerlab.bench.steps import loss_vs_load as loss_vs_load_step
 from frerlab.bench.steps import throughput as throughput_step
 from frerlab.bench.trial import generator_trial
 from frerlab.testbed import bed
@@ -215,6 +217,60 @@ def test_a_listener_that_stops_reading_is_flagged_as_lost_after_the_dut(slow_bed
     assert "receiver_socket_drops" in [f["name"] for f in flagged["flags"]] and not flagged["valid"]
     # a passing fault of the tester, not the DUT's loss: the trial ran again, unpaused
     assert t.attempts >= 2
+
+
+def loss_vs_load_unit(tb: bed.Testbed, mode: str, out: Path) -> tuple[dict, dict]:
+    """A loss_vs_load unit of 1024-byte frames at 20 % for 1 s on `tb`: its result, and the
+    listener's account of the stream (recv.json). The listener must have counted every frame
+    that reached it (no socket drops); a generator that fell behind its schedule on a busy
+    machine, which invalidates the unit, changes nothing FRER counts."""
+    system = target.TestbedTarget(mode, tb.settings.rate_bps, testbed=tb.name)
+    step = campaign.LossVsLoad(kind="loss_vs_load", frame_sizes=[1024], loads=[20], trial_s=1)
+    unit = loss_vs_load_step.run(Context(system, out), step, {"frame_size": 1024, "load": 20})
+    assert "receiver_socket_drops" not in [f["name"] for f in unit["flags"]], unit["flags"]
+    (stream,) = json.loads((out / "recv.json").read_text())["streams"]
+    return unit, stream
+
+
+def test_a_frer_trial_records_what_the_eliminating_node_passed_and_discarded(frer_bed, tmp_path):
+    unit, stream = loss_vs_load_unit(frer_bed, "frer", tmp_path)
+    assert unit["metrics"]["lost"] == 0
+    frer = unit["detail"]["frer"]
+    # each direction's sequence recovery, at the node that eliminates it
+    assert set(frer) == {"sw1", "sw2"} and set(frer["sw2"]) == {"1"} and set(frer["sw1"]) == {"2"}
+    sequence = frer["sw2"]["1"]["sequence"]
+    assert sequence["config"] == {"algorithm": "vector", "history_length": 32, "reset_timeout_ms": 1000,
+                                  "take_no_sequence": False}
+    counters = sequence["counters"]
+    # every frame the listener got passed elimination once, the 3 end-of-stream probes too;
+    # the copy from the other path was discarded
+    passed = unit["detail"]["received"] + stream["duplicates"] + stream["end_probes"]
+    assert counters["passed_packets"] == passed and counters["discarded_packets"] == passed, counters
+    assert counters["lost_packets"] == counters["rogue_packets"] == counters["tagless_packets"] == 0
+    assert frer["sw1"]["2"]["sequence"]["counters"]["passed_packets"] == 0  # nothing came back
+
+
+def test_a_frer_trial_with_one_lossy_path_discards_fewer_than_it_passes_and_loses_none(frer_bed, tmp_path):
+    # 20 % Bernoulli loss on path a towards the listener: every frame still arrives over path b,
+    # and only the frames both paths delivered leave a copy to discard
+    frer_bed.impair("a", "forward", loss=0.2)
+    try:
+        unit, stream = loss_vs_load_unit(frer_bed, "frer", tmp_path)
+    finally:
+        frer_bed.impair("a", clear=True)
+    assert unit["metrics"]["lost"] == 0
+    counters = unit["detail"]["frer"]["sw2"]["1"]["sequence"]["counters"]
+    passed = counters["passed_packets"]
+    assert passed == unit["detail"]["received"] + stream["duplicates"] + stream["end_probes"]
+    low, high = binomial_bounds(passed, 0.8)
+    assert low <= counters["discarded_packets"] / passed <= high, counters
+    assert counters["lost_packets"] == 0
+
+
+def test_a_control_trial_records_no_frer_counters(control_bed, tmp_path):
+    unit, _ = loss_vs_load_unit(control_bed, "control", tmp_path)
+    assert "frer" not in unit["detail"]
+    assert "frer" not in json.loads((tmp_path / "trial.json").read_text())
 
 
 RESUMABLE = """

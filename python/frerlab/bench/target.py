@@ -2,7 +2,8 @@
 over SSH. Both give the same things to the methods (frerlab.bench.steps): a command prefix per
 role, the listener's address on the network under test, the command that runs frerlab there,
 the line rate loads are percent of, and the drop counters of the talker's egress (to tell loss
-at the sending host from the DUT's).
+at the sending host from the DUT's). A testbed in frer mode also gives FRER's own evidence: the
+IEEE 802.1CB clause-10 counters of its data planes' recovery functions (`frer_counters`).
 
 On hosts, a command runs through `python -m frerlab.remote.exec HOSTS ROLE -- CMD` (an SSH
 session of its own that stops the remote process when it is stopped), so every tool driver
@@ -17,6 +18,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from frerlab.dataplane import control
+from frerlab.dataplane.config import parse_config
+from frerlab.frer import COUNTER_NAMES
 from frerlab.testbed import bed, plan
 from frerlab.traffic.across import CLI
 from frerlab.units import L1_OVERHEAD_BYTES
@@ -60,6 +64,12 @@ class Target:
         """The key of the talker's own egress in `drops()`."""
         raise NotImplementedError
 
+    def frer_counters(self) -> dict | None:
+        """What FRER itself has counted so far: per node that runs a data plane (role), per
+        stream handle, per recovery function (`recovery_functions`), its configuration and its
+        clause-10 counters; None where no FRER data plane of frerlab's runs."""
+        return None
+
 
 @dataclass(frozen=True)
 class TestbedTarget(Target):
@@ -88,6 +98,16 @@ class TestbedTarget(Target):
     def talker_egress(self) -> str:
         return f"talker:{plan.HOST_PORT}"
 
+    def frer_counters(self) -> dict | None:
+        """The recovery functions of every data plane of the testbed (only their counters and
+        configurations are read: about 5 ms); None in control mode, whose switches only bridge."""
+        if self.mode != "frer":
+            return None
+        dataplanes = bed.read_state(self.testbed)["dataplanes"]
+        return {role: recovery_functions(bed.status_dataplane(self.testbed, role),
+                                         control.read_state(name)["config"])
+                for role, name in dataplanes.items()}
+
 
 @dataclass(frozen=True)
 class HostsTarget(Target):
@@ -109,3 +129,30 @@ class HostsTarget(Target):
     @property
     def talker_egress(self) -> str:
         return f"talker:{self.talker_interface}"
+
+    def frer_counters(self) -> dict | None:
+        """None: the hosts' network is the system under test, with no data plane of frerlab's
+        to read."""
+        return None
+
+
+def recovery_functions(snapshot: dict, config: dict) -> dict[str, dict[str, dict]]:
+    """Stream handle -> function -> {"config": ..., "counters": ...} of a data plane's
+    recovery functions, from its counters (control.snapshot) and its recorded configuration
+    (the reset timeout is only there). A function is named as the snapshot names it,
+    `sequence` or `individual`, followed by its ports when it is placed on some (`sequence
+    p1`); handles without one are left out. `config` holds algorithm, history_length (the
+    vector algorithm's window), reset_timeout_ms (None: never) and take_no_sequence;
+    `counters` the running counts of frerlab.frer.COUNTER_NAMES."""
+    configs = {(r.handle, r.function, r.port_label): r.config for r in parse_config(config).plan.recoveries}
+    out: dict[str, dict[str, dict]] = {}
+    for stream in snapshot["streams"]:
+        for r in stream["recovery"]:
+            c = configs[(stream["handle"], r["function"], r["port"])]
+            name = r["function"] if r["port"] is None else f"{r['function']} {r['port']}"
+            out.setdefault(str(stream["handle"]), {})[name] = {
+                "config": {"algorithm": c.algorithm, "history_length": c.history_length,
+                           "reset_timeout_ms": None if c.reset_timeout_ns is None else c.reset_timeout_ns // 1_000_000,
+                           "take_no_sequence": c.take_no_sequence},
+                "counters": {k: r[k] for k in COUNTER_NAMES}}
+    return out

@@ -26,6 +26,12 @@ one, and `attempts` says how many were run.
 Counters are read only after the traffic stopped and the listener saw the end of the stream
 and lingered (`stream_across`), so frames in flight are not counted as lost. Raw reports are
 written by the tools into the trial's directory before anything is derived from them.
+
+Where the target runs FRER (a testbed in frer mode), a trial also keeps what FRER itself saw,
+next to the loss: `frer`, what each recovery function counted during the trial (its IEEE
+802.1CB clause-10 counters read before and after, differenced) with its configuration, as
+`frer_difference` describes. The counters see every frame of the protected stream: the
+end-of-stream probes, and any background load sent beside the measured stream.
 """
 
 from __future__ import annotations
@@ -80,6 +86,9 @@ class TrialOutcome:
     host_cpu: float
     #: The receiver's `timestamps`: which stamps and clock the latency came from.
     timestamps: dict | None = None
+    #: What FRER's recovery functions counted during the trial (`frer_difference`); None where
+    #: the target runs none.
+    frer: dict | None = None
     flags: list[Flag] = field(default_factory=list)
     attempts: int = 1
 
@@ -103,8 +112,11 @@ class TrialOutcome:
             "generator_shortfall" not in invalid or self.sent >= self.offered)
 
     def record(self) -> dict:
-        """Plain data for result files."""
-        return {**asdict(self), "lost": self.lost, "loss_ratio": self.loss_ratio, "valid": self.valid}
+        """Plain data for result files (`frer` only where FRER runs)."""
+        record = {**asdict(self), "lost": self.lost, "loss_ratio": self.loss_ratio, "valid": self.valid}
+        if self.frer is None:
+            del record["frer"]
+        return record
 
 
 def cpu_busy() -> tuple[int, int]:
@@ -146,7 +158,7 @@ def generator_trial(target: Target, frame_size: int, rate_fps: float, duration_s
 def _attempt(target: Target, frame_size: int, rate_fps: float, duration_s: float, out_dir: Path,
              send_tolerance: float, burst: int | None, bin_frames: int | None) -> TrialOutcome:
     """One run of the trial of `generator_trial`; its raw reports are in `out_dir`."""
-    before, busy0 = target.drops(), cpu_busy()
+    before, frer_before, busy0 = target.drops(), target.frer_counters(), cpu_busy()
     pace = ["--max-rate", "--count", str(burst)] if burst else ["--rate-fps", f"{rate_fps:.6g}", "--duration",
                                                                   f"{duration_s:g}"]
     bins = ["--interval-frames", str(bin_frames)] if bin_frames else []
@@ -154,7 +166,7 @@ def _attempt(target: Target, frame_size: int, rate_fps: float, duration_s: float
     reports = stream_across(target.prefix("talker"), target.prefix("listener"), target.listener_ip,
                             [*pace, "--frame-size", str(frame_size), *send_mode], out_dir, timeout_s=duration_s + 30,
                             recv_args=["--idle", str(IDLE_S), *bins, *recv_mode], frerlab=target.frerlab)
-    after, busy1 = target.drops(), cpu_busy()
+    after, frer_after, busy1 = target.drops(), target.frer_counters(), cpu_busy()
     sender, receiver = reports.sender, reports.receiver
     streams = receiver["streams"]
     stream = streams[0] if streams else None
@@ -165,10 +177,27 @@ def _attempt(target: Target, frame_size: int, rate_fps: float, duration_s: float
         duplicates=stream["duplicates"] if stream else 0, reordered=stream["reordered"] if stream else 0,
         latency_ns=stream.get("latency_ns") if stream else None, timestamps=receiver.get("timestamps"),
         drops_by_link={k: after[k] - before[k] for k in after if after[k] != before[k]},
+        frer=frer_difference(frer_before, frer_after),
         sender_cpu=sender["cpu"]["utilization"], receiver_cpu=receiver["cpu"]["utilization"],
         host_cpu=host_busy(busy0, busy1, sender["cpu"].get("spin_s", 0.0)))
     outcome.flags = flags(outcome, sender, receiver, send_tolerance, target.talker_egress)
     return outcome
+
+
+def frer_difference(before: dict | None, after: dict | None) -> dict | None:
+    """What each recovery function counted between two Target.frer_counters() readings: the
+    same shape, role -> stream handle -> function -> {"config": ..., "counters": ...}, with
+    `config` as it stands (algorithm, history_length, reset_timeout_ms, take_no_sequence) and
+    every counter the difference (passed_packets, discarded_packets, lost_packets, ...). None
+    where the target runs no FRER."""
+    if before is None or after is None:
+        return None
+    return {role: {handle: {name: {"config": function["config"],
+                                   "counters": {k: v - before[role][handle][name]["counters"][k]
+                                                for k, v in function["counters"].items()}}
+                            for name, function in functions.items()}
+                   for handle, functions in handles.items()}
+            for role, handles in after.items()}
 
 
 def flags(t: TrialOutcome, sender: dict, receiver: dict, send_tolerance: float, talker_egress: str) -> list[Flag]:
