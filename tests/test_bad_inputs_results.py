@@ -31,6 +31,7 @@ from frerlab.report.sources import load_all
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "results"
 UNIT = "units/throughput/frer/frame_size=1024/r1/result.json"
+LOSS_UNIT = "units/loss_vs_load/frer/frame_size=1024,load=40/r1/result.json"
 
 
 @pytest.fixture(scope="module")
@@ -94,6 +95,9 @@ DAMAGED = [
     ("campaign", edit_json(UNIT, lambda r: r["detail"]["trials"][0].update(rate_fps="fast")), UNIT,
      "detail.trials.0.rate_fps"),
     ("campaign", edit_json(UNIT, lambda r: r["metrics"].update(x=[1])), UNIT, "metrics.x"),
+    ("campaign", edit_json(LOSS_UNIT, lambda r: r["detail"]["frer"]["sw2"]["1"]["sequence"]["counters"].update(
+        passed_packets="many")), LOSS_UNIT, "detail.frer.sw2.1.sequence.counters.passed_packets"),
+    ("campaign", edit_json(LOSS_UNIT, lambda r: r["detail"].update(frer=[1])), LOSS_UNIT, "detail.frer: "),
     ("campaign", write("campaign.yaml", "steps:\n - kind: latency\n   verdict: {percentile: 120}\n"), "campaign.yaml",
      "steps.0.verdict: percentile"),
     ("campaign", write("campaign.yaml", "- " + SECRET[2] + "\n"), "campaign.yaml", "'steps' is a list"),

@@ -35,8 +35,8 @@ LAYERS = {
     "pages": ("report",),
     "command": ("cli", "demo"),
 }
-#: What a page may take from a higher layer: the light statistics and verdicts of bench.
-PAGES_MAY_USE = ("bench.stats", "bench.verdict")
+#: What a page may take from a higher layer: the light statistics, verdicts and metric meanings of bench.
+PAGES_MAY_USE = ("bench.stats", "bench.verdict", "bench.metrics")
 #: Makes `import frerlab._native` fail in the interpreter it runs in, as where it was never built.
 NO_NATIVE = """
 import importlib.abc, sys

@@ -35,6 +35,7 @@ from typing import Any
 from frerlab import __version__
 from frerlab.bench import stats
 from frerlab.bench.campaign import Campaign, Unit, fingerprint, plan
+from frerlab.bench.metrics import metric
 from frerlab.errors import UsageError
 from frerlab.files import read_json, shape_error, stored_file, write_atomic
 from frerlab.names import shown
@@ -194,7 +195,8 @@ def tool_versions() -> dict[str, str | None]:
 
 def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
     """Per (step, mode, point): each metric over the valid repetitions, and the flags; then
-    FRER vs control per (step, point, metric) where both have at least two valid values."""
+    FRER vs control per (step, point, outcome metric: frerlab.bench.metrics) where both have at
+    least two valid values."""
     groups: dict[tuple, list[dict]] = {}
     for r in results:
         u = r["unit"]
@@ -229,7 +231,7 @@ def _comparisons(rows: list[dict], results: list[dict]) -> list[dict]:
             continue
         u = r["unit"]
         for name, value in r["metrics"].items():
-            if value is not None:
+            if value is not None and metric(name, u["kind"]).outcome:
                 values.setdefault((u["step"], json.dumps(u["params"]), name), {}).setdefault(u["mode"], []).append(value)
     found = []
     for (step, params, name), by_mode in values.items():

@@ -1,7 +1,9 @@
 """`frerlab report`: stored results (campaigns, imports, fail-over runs, simulator runs) as one
 self-contained, interactive HTML page and every figure as PNG and SVG, never re-running
-anything. sources reads the directories, figures builds each figure's data and drawing, tables
-the statistics and comparisons, page writes the files.
+anything. sources reads the directories, measures says what each unit measured and with what
+interval, summary gives the verdicts the page opens with, figures builds each figure's data
+(chart draws it in one visual language), tables the statistics and comparisons, page writes the
+files.
 
     from frerlab.report import write_report
     write_report([Path("results/quick")], Path("report.html"), images=Path("report-images"))
@@ -20,7 +22,7 @@ def write_report(dirs: list[Path], out: Path, images: Path | None = None,
     the page) with why. The modules load here, not when the package is imported:
     every `frerlab` command imports the package's cli, and Altair, vl-convert and SciPy would
     add half a second to each start."""
-    from frerlab.report import figures, page, sources, tables
+    from frerlab.report import figures, page, sources, summary, tables
 
     found = sources.load_all(dirs)
     for s in found:
@@ -29,5 +31,6 @@ def write_report(dirs: list[Path], out: Path, images: Path | None = None,
     drawn = figures.build(found, line_rate_bps)
     if images is not None:
         page.write_images(drawn, images)
-    page.write_page(out, found, drawn, tables.build(found), images)
+    page.write_page(out, found, drawn, tables.build(found, line_rate_bps), images,
+                    summary.build(found, line_rate_bps))
     return drawn

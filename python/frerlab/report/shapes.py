@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, RootModel, model_validator
 
 
 Number = float  # strict: an int or a float, never a bool or a string; finite (allow_inf_nan=False)
@@ -204,6 +204,19 @@ class FailoverRun(Failover):
     """A fail-over run's own result.json (`frerlab failover`, `frerlab demo --output`)."""
 
     mode: str
+
+
+class Recovery(_Shape):
+    """What one recovery function counted over a trial, and how it was configured."""
+
+    config: dict[str, Number | str | bool | None] = {}
+    counters: dict[str, Count]
+
+
+class Evidence(RootModel[dict[str, dict[str, dict[str, Recovery]]]]):
+    """A trial record's `frer` (frerlab.bench.trial): node -> stream handle -> recovery function."""
+
+    model_config = ConfigDict(strict=True)
 
 
 #: A unit's detail by the unit's kind; throughput and threshold-sweep details only when they

@@ -67,8 +67,9 @@ class Source:
     units: list[dict[str, Any]] = field(default_factory=list)
     #: campaign and import: summary.json
     summary: dict[str, Any] = field(default_factory=dict)
-    #: campaign.yaml as the campaign ran it
+    #: campaign.yaml as the campaign ran it, its text and its data
     campaign_text: str | None = None
+    campaign: dict[str, Any] | None = None
     #: the TSN latency verdict of campaign.yaml's first latency step that gives one
     verdict: Verdict | None = None
     #: failover: (mode, result.json, timeline.json or None) per run
@@ -253,20 +254,29 @@ def _campaign(d: _Directory) -> Source:
         if kind in shapes.DETAILS and (kind == "failover" or "trials" in unit["detail"]):
             check_shape(shapes.DETAILS[kind], unit["detail"], p, WHAT, "detail")
             d.budget.add("rows", len(unit["detail"].get("trials", [])), MAX_ROWS, p)
+        if "frer" in unit["detail"]:
+            check_shape(shapes.Evidence, unit["detail"]["frer"], p, WHAT, "detail.frer")
         units.append((p, unit))
     failovers = [(u["unit"]["mode"], u["detail"], _timeline(d, p.parent)) for p, u in units
                  if u["unit"]["kind"] == "failover"]
-    text, verdict = _campaign_file(d, yaml_path)
-    raw = d.listed([f for f in files if Path(f).name not in DERIVED and f != "campaign.yaml"])
+    text, data, verdict = _campaign_file(d, yaml_path)
+    raw = d.listed([f for f in files if Path(f).name not in DERIVED and f != "campaign.yaml" and not _report_output(f)])
     return Source("import" if meta.get("kind") == "import" else "campaign", d.root.resolve().name, d.root, meta,
                   units=[u for _, u in units], summary=d.json(summary_path, shapes.Summary) or {},
-                  campaign_text=text, verdict=verdict, failovers=failovers, raw_files=raw)
+                  campaign_text=text, campaign=data, verdict=verdict, failovers=failovers, raw_files=raw)
 
 
-def _campaign_file(d: _Directory, path: Path | None) -> tuple[str | None, Verdict | None]:
-    """campaign.yaml's text and the TSN verdict of its first latency step that gives one."""
+def _report_output(rel: str) -> bool:
+    """Whether a file at `rel` in a results directory is a report built from it (a page at its
+    top, or a file in a page's `<name>-images/`): not one of the raw files."""
+    parts = Path(rel).parts
+    return parts[0].endswith(".html") if len(parts) == 1 else parts[0].endswith("-images")
+
+
+def _campaign_file(d: _Directory, path: Path | None) -> tuple[str | None, dict | None, Verdict | None]:
+    """campaign.yaml's text, its data and the TSN verdict of its first latency step that gives one."""
     if path is None:
-        return None, None
+        return None, None, None
     d.budget.add("bytes", path.stat().st_size, MAX_BYTES, path)
     try:
         text = read_stored(path, WHAT, d.root, yamlfile.MAX_FILE_BYTES).decode("utf-8")
@@ -280,8 +290,8 @@ def _campaign_file(d: _Directory, path: Path | None) -> tuple[str | None, Verdic
         if isinstance(step, dict) and step.get("kind") == "latency" and step.get("verdict") is not None:
             verdict = yamlfile.validate(Verdict, step["verdict"], f"{path}: steps.{k}.verdict",
                                         "a mapping of percentile and limit_us")
-            return text, verdict
-    return text, None
+            return text, data, verdict
+    return text, data, None
 
 
 def _timeline(d: _Directory, run: Path) -> dict | None:
@@ -334,4 +344,4 @@ def _failover(d: _Directory) -> Source | None:
         return None
     files = d.walk()
     return Source("failover", d.root.resolve().name, d.root, runs[0][1].get("meta", {}), failovers=runs,
-                  raw_files=d.listed([f for f in files if Path(f).name not in DERIVED]))
+                  raw_files=d.listed([f for f in files if Path(f).name not in DERIVED and not _report_output(f)]))
