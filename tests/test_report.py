@@ -203,6 +203,22 @@ def test_a_difference_within_the_set_point_resolution_is_not_significant(tmp_pat
     assert row["significant"] == "no" and "within the set-point resolution 2" in row["effect / why not"]
 
 
+def test_an_import_gets_its_verdicts_from_its_percentiles(tmp_path):
+    """Imported tool outputs carry no TSN verdict of their own: the table judges the imported
+    P99.9 against the limit, and puts UDP rates in % of the line rate given."""
+    imported = tmp_path / "imported"
+    import_into(imported, [TOOLS / "iperf3_udp_64B.json", TOOLS / "sockperf_pingpong_64B.txt"], "frer")
+    import_into(imported, [TOOLS / "iperf3_udp_64B.json", TOOLS / "sockperf_pingpong_64B.txt"], "control")
+    (table,) = summary.build(load_all([imported]), line_rate=1e9)
+    rows = {r[1]: r for r in table.rows}
+    udp = rows["UDP throughput (iperf3-udp)"]
+    mbps = json.loads(next((imported / "units").rglob("iperf3-udp/frer/*/r1/result.json")).read_text())["metrics"]["l2_mbps"]
+    assert udp[3].value == pytest.approx(mbps) and f"{mbps * 84 / 64 / 10:.4g} % of line rate" in udp[3].text
+    p999 = rows["latency P99.9 (sockperf-ping-pong)"]
+    verdict = "FAIL" if p999[3].value >= 300 else "PASS"
+    assert p999[-1].startswith(f"FRER: {verdict} (P99.9 < 300 µs") and "one run a side" in p999[7].text
+
+
 def test_frers_own_counters_stand_next_to_each_units_loss():
     """The quick campaign's FRER loss-vs-load units recorded their recovery functions' counters:
     one row per unit and function the stream passed, beside the unit's loss."""

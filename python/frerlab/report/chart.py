@@ -7,7 +7,8 @@ The same thing looks the same in every figure:
   palette); a figure whose series are not modes (a simulator's streams) takes its colours from
   the same palette and then Tableau's 20, so no two series share one below 28;
 - shape is the outcome: a mean is a filled circle, a repetition a small hollow one, a passing
-  trial a circle, a failing one a cross, an invalid unit or trial a downward triangle, a rate
+  trial a circle, a failing one a cross, an invalid unit or trial a downward triangle, a unit
+  counted with a warning flag (its sender saturated a core, say) a square, a rate
   found at the top of its search (censored, "≥") an upward triangle; a rate a search or sweep
   found is a dashed rule in its mode's colour, labelled;
 - dash is the results directory when several are compared (the first solid);
@@ -37,7 +38,8 @@ MORE_COLOURS = ["#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"
 #: References (line rates, thresholds, limits, cuts): never a data colour.
 REFERENCE = "#6b6b6b"
 #: Outcome -> mark shape, the same in every figure.
-OUTCOMES = {"passes": "circle", "fails": "cross", "invalid": "triangle-down", "censored (≥)": "triangle-up"}
+OUTCOMES = {"passes": "circle", "fails": "cross", "invalid": "triangle-down", "flagged (counted)": "square",
+            "censored (≥)": "triangle-up"}
 #: Pixels a raised mark (see Figure.spec) is drawn above its place.
 RAISED = 9
 #: Results directories when several are compared: solid, dashed, dotted, dash-dot.

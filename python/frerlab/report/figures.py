@@ -5,7 +5,7 @@ Every measured point is drawn where it was measured: a mean over the valid repet
 95 % interval where n >= 2 (report.measures: loss ratios quasi-binomial Clopper-Pearson, other
 non-negative quantities never below 0), each repetition beside it, and every invalid unit at its
 place as a downward triangle with its flags on hover (an invalid unit that gave no value sits on
-the axis). Loss is drawn on a symlog axis, so a loss of 0.0075 % stands clear of 0 and of 50 %;
+the axis), every unit counted with a warning flag as a square. Loss is drawn on a symlog axis, so a loss of 0.0075 % stands clear of 0 and of 50 %;
 throughput on an axis from 0, in Mbit/s when every directory ran at one line rate and in percent
 of each directory's own line rate when they differ; latency on log axes, with the TSN limit.
 A figure whose points are single runs says so in its caption; a figure with nothing to draw is
@@ -17,9 +17,9 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from frerlab.bench.metrics import goal_label
 from frerlab.bench.verdict import Verdict
 from frerlab.report.chart import Figure, Scale, mode_name, panel_references
-from frerlab.bench.metrics import goal_label
 from frerlab.report.measures import Key, Measure, line_rate_bps, measures, search_goals
 from frerlab.report.sources import Source
 from frerlab.units import L1_OVERHEAD_BYTES
@@ -36,6 +36,9 @@ CURVE_FRAME_SIZES = (64, 128, 256, 512, 768, 1024, 1280, 1518)
 #: Loss axis: linear below this many percent, logarithmic above (a tenth of the seeds' 0.001 %).
 LOSS_LINEAR_BELOW = 1e-4
 LOSS_TICKS = [0, 1e-4, 1e-3, 1e-2, 0.1, 1, 10, 100]
+#: Flags that state a result rather than doubt one (a percentile too few samples support is left
+#: out of the figures; a sweep that lost nothing has no threshold): not drawn as flagged units.
+RESULT_FLAGS = {"percentile_unsupported", "no_loss_found", "no_overload_loss"}
 #: TCP payload per frame on the wire at a 1500-byte MTU with timestamps: 1448 of 1538 bytes.
 TCP_PAYLOAD, TCP_WIRE = 1448, 1538
 
@@ -90,11 +93,17 @@ def _flags(unit: dict) -> str:
     return "; ".join(f"{f['name']}: {f['detail']}" for f in unit["flags"]) or "none"
 
 
+def _warned(unit: dict) -> bool:
+    """Whether a valid unit was counted with a flag that doubts it (not one stating a result)."""
+    return unit["valid"] and any(not f.get("invalidates") and f["name"] not in RESULT_FLAGS for f in unit["flags"])
+
+
 def measured(ctx: Context, s: Source, m: Measure, x: float, series: str, scale: float = 1.0,
              missing: float | None = None, **extra: Any) -> list[dict[str, Any]]:
     """The rows of one measure at `x`: its mean with the interval (n >= 2), each repetition
-    when there are several, each flagged or invalid unit as a trial row at its value (`missing`
-    where an invalid unit gave none; not drawn when that is None)."""
+    when there are several, each unit counted with a warning flag and each invalid unit as a
+    trial row at its value (`missing` where an invalid unit gave none; not drawn when that is
+    None)."""
     base = {"mode": mode_name(m.mode), "series": series, "campaign": ctx.campaign(s), "x": x, **extra}
     rows = []
     i = m.interval()
@@ -107,10 +116,13 @@ def measured(ctx: Context, s: Source, m: Measure, x: float, series: str, scale: 
         if i.n > 1:
             rows += [{**base, "role": "rep", "y": v * scale} for v in m.values]
     for u, v in m.units:
+        if v is not None and _warned(u):
+            rows.append({**base, "role": "trial", "outcome": "flagged (counted)", "y": v * scale, "flags": _flags(u),
+                         "unit": u["unit"]["id"]})
         if not u["valid"] and (v is not None or missing is not None):
-            # invalid units without a value all sit on the axis: control's a little above FRER's
+            # invalid units on the axis (no value, or 0) sit at one place: control's a little above FRER's
             rows.append({**base, "role": "trial", "outcome": "invalid", "y": missing if v is None else v * scale,
-                         "raised": v is None and m.mode == "control", "flags": _flags(u), "unit": u["unit"]["id"]})
+                         "raised": not v and m.mode == "control", "flags": _flags(u), "unit": u["unit"]["id"]})
     return rows
 
 
@@ -123,6 +135,7 @@ def _caption_counts(items: list[tuple[Source, Measure]]) -> str:
             f" n = {min(ns)}..{max(ns)} valid repetitions per point; 95 % intervals where n ≥ 2." if ns else "")
     text += (f" {len(invalid)} invalid unit(s) drawn as ▼ at their value (or on the axis when they gave none), "
              "never averaged in." if invalid else " No unit was invalid.")
+    text += " ■: a unit counted with a warning flag." if any(_warned(u) for _, m in items for u, _ in m.units) else ""
     return text + (f" Flags seen: {', '.join(flags)} (hover a mark; all in the flagged-units table)." if flags else "")
 
 
@@ -152,9 +165,11 @@ def throughput(ctx: Context) -> Figure | None:
         goal = float(m.name.removeprefix("throughput_load_loss_"))
         panel = goal_label(goal)
         # % of line (L1) -> Mbit/s L2: load/100 x line x size / (size + 20)
-        if ctx.in_mbps and not ctx.one_rate:
-            m = ctx.measures[s.label][(m.mode, m.key, m.name.replace("_load_", "_mbps_"))]
-            scale = 1.0
+        if ctx.in_mbps and not ctx.one_rate:  # no line rate known: the L2 rate the search stored
+            mbps = ctx.measures[s.label].get((m.mode, m.key, m.name.replace("_load_", "_mbps_")))
+            if mbps is None:
+                continue
+            m, scale = mbps, 1.0
         else:
             scale = (ctx.one_rate / 100 * frame / (frame + L1_OVERHEAD_BYTES) / 1e6) if ctx.one_rate else 1.0
         new = measured(ctx, s, m, frame, ctx.series(s, m, panel), scale, missing=0, panel=panel)
@@ -224,10 +239,8 @@ def _loss_top(largest: float) -> float:
     return next((t for t in LOSS_TICKS if t >= largest), LOSS_TICKS[-1])
 
 
-def _tsn(sources: list[Source], s: Source | None = None) -> Verdict:
-    """The TSN verdict of `s`'s latency step (else the first campaign's, else frerlab's default)."""
-    if s is not None and s.verdict:
-        return s.verdict
+def _tsn(sources: list[Source]) -> Verdict:
+    """The TSN verdict of the first campaign whose latency step gives one (else frerlab's default)."""
     return next((x.verdict for x in sources if x.verdict), Verdict())
 
 
@@ -238,12 +251,13 @@ def _latency_items(ctx: Context, names: tuple[str, ...]) -> list[tuple[Source, M
 
 def _latency_axis(items: list[tuple[Source, Measure]]) -> str:
     """The latency axis title: what the figures are (sockperf's RTT/2, one-way)."""
-    tools = {m.key.tool or "sockperf" for _, m in items}
+    tools = {m.key.tool for _, m in items}
+    rtt = {t for t in tools if t.startswith("sockperf")}  # an import's tool is its step, e.g. sockperf-pingpong
     what = []
-    if "sockperf" in tools:
-        what.append("sockperf: RTT/2")
-    if tools - {"sockperf"}:
-        what.append(f"{', '.join(sorted(tools - {'sockperf'}))}: one-way")
+    if rtt:
+        what.append(f"{', '.join(sorted(rtt))}: RTT/2")
+    if tools - rtt:
+        what.append(f"{', '.join(sorted(tools - rtt))}: one-way")
     return f"latency, µs ({'; '.join(what)})"
 
 
@@ -320,26 +334,23 @@ def _by_percentile(ctx: Context, sources: list[Source], cdf: bool) -> Figure | N
 def latency_under_load(ctx: Context) -> Figure | None:
     """One-way latency percentiles of the loss-vs-load trials against their load."""
     rows: list[dict] = []
-    count = 0
+    items = []
     for s, m in ctx.each(lambda k, n: k.kind == "loss_vs_load" and n == "loss_percent"):
         for p in PANEL_PERCENTILES:
-            values = [_percentile_us(u["detail"].get("latency_ns"), float(p)) for u, _ in m.units if u["valid"]]
-            values = [v for v in values if v is not None]
-            if not values:
-                continue
-            count += 1
-            shadow = Measure(s, m.mode, m.key, f"p{p.replace('.', '_')}_us")
-            shadow.units = [({"valid": True, "detail": {}}, v) for v in values]
-            rows += measured(ctx, s, shadow, m.key.load, ctx.series(s, m, f"{m.key.frame_size:g} B P{p}"),
-                             panel=f"P{p}", row=f"{m.key.frame_size:g} B")
-    if not count:
+            latency = Measure(s, m.mode, m.key, f"p{p.replace('.', '_')}_us",
+                              [(u, _percentile_us(u["detail"].get("latency_ns"), float(p))) for u, _ in m.units])
+            if any(v is not None for _, v in latency.units):
+                items.append((s, latency))
+                rows += measured(ctx, s, latency, m.key.load, ctx.series(s, m, f"{m.key.frame_size:g} B P{p}"),
+                                 panel=f"P{p}", row=f"{m.key.frame_size:g} B")
+    if not items:
         return None
     return Figure("latency-under-load", "One-way latency under load",
                   "P50, P99 and P99.9 of the one-way latency of the loss-vs-load trials (frerlab's generator: software "
-                  "time stamps, one host's clock) against the offered load, one row per frame size; valid trials only, "
-                  "the mean over repetitions with its 95 % interval where n ≥ 2. Above the loss onset the queues are "
-                  "full and the latency is the queue's depth.",
-                  "offered load, % of line rate (L1)", "one-way latency, µs", rows, y_scale=Scale("log"))
+                  "time stamps, one host's clock) against the offered load, one row per frame size. Above the loss "
+                  "onset the queues are full and the latency is their depth." + _caption_counts(items),
+                  "offered load, % of line rate (L1)", "one-way latency, µs", rows, y_scale=Scale("log"),
+                  tooltip={"flags": "flags"})
 
 
 def _percentile_us(latency: dict | None, p: float) -> float | None:

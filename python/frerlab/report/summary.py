@@ -66,17 +66,16 @@ def _difference(frer: Measure | None, control: Measure | None, scale: float = 1.
 
 
 def _tsn_verdict(m: Measure | None, verdict: Verdict) -> str:
-    """PASS if every valid repetition's percentile stays below the limit, FAIL if one does not,
-    not supported (with why) when no repetition has samples enough for the percentile."""
+    """PASS if every valid repetition's percentile (the measure) stays below the limit, FAIL
+    if one does not, not supported (with why) when no repetition had samples enough for it."""
     if m is None:
         return ""
     name = mode_name(m.mode)
-    passes = [u["metrics"].get("tsn_pass") for u, _ in m.units if u["valid"]]
-    judged = [p for p in passes if p is not None]
+    judged = [v for u, v in m.units if u["valid"] and v is not None]
     if not judged:
         why = sorted({f["detail"] for u, _ in m.units for f in u["flags"] if f["name"] == "percentile_unsupported"})
         return f"{name}: not supported ({why[0] if why else 'no valid repetition'})"
-    failed = sum(1 for p in judged if not p)
+    failed = sum(1 for v in judged if v >= verdict.limit_us)
     limit = f"P{verdict.percentile:g} < {verdict.limit_us:g} µs"
     if failed:
         return f"{name}: FAIL ({limit} missed in {failed} of {len(judged)} runs)"
@@ -123,11 +122,19 @@ def verdicts(s: Source, line_rate: float | None = None) -> Table:
         cells += [_first_loss(found, mode, size) for mode in modes]
         rows.append(cells + ([Cell(None, ""), Cell(None, ""), Cell(None, "grid points, not an estimate")] if both else [])
                     + [""])
+    for key in [k for k in keys if k.kind == "import"]:
+        size = f"{key.frame_size:g} B" if key.frame_size >= 0 else "all"
+        row(size, f"UDP throughput ({key.tool})", "Mbit/s L2", key, "l2_mbps",
+            also=(lambda mbps, f=key.frame_size, line=line: f"{_number(mbps * 1e6 * (f + L1_OVERHEAD_BYTES) / f / line * 100)}"
+                  " % of line rate") if line and key.frame_size > 0 else None)
+        row(size, f"frame loss ({key.tool})", "%", key, "loss_percent")
     verdict = s.verdict or Verdict()
-    for key in [k for k in keys if k.kind == "latency"]:
-        size = f"{key.frame_size:g} B"
-        how = f"{key.tool}, {'idle' if key.load == 0 else f'load {key.load:g} %'}"
-        unit = "µs (RTT/2)" if key.tool == "sockperf" else "µs (one-way)"
+    latency = [k for k in keys if k.kind in ("latency", "import") and any(
+        (mode, k, "p50_us") in found for mode in modes)]
+    for key in latency:
+        size = f"{key.frame_size:g} B" if key.frame_size >= 0 else "all"
+        how = key.tool if key.load < 0 else f"{key.tool}, {'idle' if key.load == 0 else f'load {key.load:g} %'}"
+        unit = "µs (RTT/2)" if key.tool.startswith("sockperf") else "µs (one-way)"
         for p in ("50", "99", "99.9"):
             name = f"p{p.replace('.', '_')}_us"
             judged = f"{verdict.percentile:g}" == p
@@ -142,7 +149,10 @@ def verdicts(s: Source, line_rate: float | None = None) -> Table:
     columns = ["frame size", "measure", "unit", *(mode_name(m) for m in modes)]
     if both:
         columns += ["FRER − control", "95 % interval", "why no interval / significance"]
-    columns.append(f"TSN verdict (P{verdict.percentile:g} < {verdict.limit_us:g} µs)")
+    if latency:
+        columns.append(f"TSN verdict (P{verdict.percentile:g} < {verdict.limit_us:g} µs)")
+    else:  # no latency measured: no verdict column
+        rows = [r[:-1] for r in rows]
     rate = f"{line / 1e6:g} Mbit/s" if line else "unknown"
     return Table(f"verdicts-{_slug(s.label)}", f"Verdicts: {s.label}",
                  f"{s.kind.capitalize()} {s.label}, measured on: {system_text(s)} (line rate {rate}). Each figure is "
