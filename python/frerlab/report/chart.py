@@ -235,5 +235,4 @@ class Figure:
 def panel_references(rows: list[dict], panels: list[Any], **reference: Any) -> None:
     """Adds the reference `reference` (a rule or band row) to every panel in `panels` (a facet
     draws a row only in the panel it names)."""
-    for p in panels:
-        rows.append({**reference, "panel": p} if p is not None else dict(reference))
+    rows += [{**reference, "panel": p} for p in panels]

@@ -65,15 +65,16 @@ def compare(a: Measure, b: Measure, scale_a: float = 1.0, scale_b: float = 1.0) 
             return Difference(why=f"{mode_name(m.mode)} ({m.source.label}) is censored: found at the top of its search "
                                   "(≥)")
     xa, xb = [v * scale_a for v in a.values], [v * scale_b for v in b.values]
+    difference = sum(xa) / len(xa) - sum(xb) / len(xb)
     if a.n < 2 or b.n < 2:
-        return Difference(xa and sum(xa) / len(xa) - sum(xb) / len(xb),
-                          why=f"n = {a.n} and {b.n}: no interval (one run{'s' if a.n > 1 or b.n > 1 else ''} a side)")
+        return Difference(difference, why=f"n = {a.n} and {b.n}: no interval (one run{'s' if a.n > 1 or b.n > 1 else ''} "
+                                          "a side)")
     if len(set(xa) | set(xb)) == 1:
         return Difference(0.0, why=f"both {xa[0]:g} in every repetition")
     try:
         c = stats.welch(xa, xb)
     except ValueError as err:
-        return Difference(sum(xa) / len(xa) - sum(xb) / len(xb), why=str(err))
+        return Difference(difference, why=str(err))
     resolutions = [r * s for r, s in ((a.resolution(), scale_a), (b.resolution(), scale_b)) if r is not None]
     resolution = max(resolutions) if resolutions else 0.0
     above = abs(c.difference) > resolution
