@@ -233,6 +233,21 @@ def test_frers_own_counters_stand_next_to_each_units_loss():
         assert r["passed"] >= unit["detail"]["received"]  # the stream's frames, its end-of-stream probes too
 
 
+def test_a_sweep_that_never_lost_above_its_threshold_gives_a_lower_bound(tmp_path):
+    copy = _copy(tmp_path)
+    (swept,) = (copy / "units/threshold_sweep/frer").rglob("result.json")
+    r = json.loads(swept.read_text())
+    r["metrics"]["loss_onset_load"] = None
+    swept.write_text(json.dumps(r))
+    _resummarize(copy)
+    (table,) = summary.build(load_all([copy]))
+    row = next(x for x in table.rows if x[1] == "zero-loss threshold (sweep)")
+    assert row[3].text.startswith(f"≥{r['metrics']['zero_loss_threshold_load']:.4g} ")
+    drawn = {f.id: f for f in write_report([copy], tmp_path / "r.html")}
+    trace = next(f for i, f in drawn.items() if i.startswith("sweep-"))
+    assert any(x["role"] == "found" and "threshold: ≥" in x["label"] for x in trace.rows)
+
+
 def test_the_verdicts_open_the_page_with_both_modes_side_by_side(tmp_path):
     out = tmp_path / "r.html"
     write_report([QUICK], out)

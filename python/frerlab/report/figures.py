@@ -455,9 +455,10 @@ def sweep_traces(ctx: Context) -> list[Figure]:
                              "seconds": f"{t['duration_s']:g}"})
             m = u["metrics"]
             for key, name in (("zero_loss_threshold_load", "zero-loss threshold"), ("loss_onset_load", "loss onset")):
-                if m.get(key) is not None:
+                if m.get(key) is not None:  # a threshold with no onset above it is a lower bound
+                    bound = "≥" if key == "zero_loss_threshold_load" and m.get("loss_onset_load") is None else ""
                     rows.append({"role": "found", "mode": mode, "panel": panel, "y": m[key],
-                                 "label": f"{mode} {name}: {m[key]:g} %"})
+                                 "label": f"{mode} {name}: {bound}{m[key]:g} %"})
         found.append(Figure(f"sweep-{_slug(label, step, f'{frame:g}')}",
                             f"Threshold sweep: {ctx.campaign(units[0][0]) + ', ' if ctx.several else ''}{step}, {frame:g} B",
                             "Every trial of the adaptive sweep (seed 002 section 2.3) in the order run: ● no frame lost, "

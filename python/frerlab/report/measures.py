@@ -5,8 +5,8 @@ rate, tool, duration), never by the name of the step that ran it, so that a camp
 repeat a part of another (another step name, another line rate) meets it. A metric's kind of
 quantity (frerlab.bench.metrics) decides its interval: a loss ratio gets a quasi-binomial
 Clopper-Pearson interval of its frames; a count, a rate or a latency one that never goes below
-0; any interval only where n >= 2. A throughput found at the top of its search is censored
-("≥ 100 %"), and the width of the last bracket a search or sweep left is the set-point resolution below which a difference between
+0; any interval only where n >= 2. A throughput found at the top of its search, or a sweep's
+zero-loss load above which it never saw loss, is censored ("≥ 100 %"), and the width of the last bracket a search or sweep left is the set-point resolution below which a difference between
 two of them means nothing (`Measure`)."""
 
 from __future__ import annotations
@@ -113,16 +113,21 @@ class Measure:
                               method="t" if s.n > 1 else "n = 1: no interval")
 
     def censored(self) -> str | None:
-        """"≥" when a search found its rate at the top of what it tried (the DUT may do more),
-        else None."""
-        if self.key.kind != "throughput" or not self.name.startswith("throughput_"):
-            return None
+        """"≥" when the value is only a lower bound: a search found its rate at the top of what
+        it tried, or a sweep verified a zero-loss load but never found where loss starts above
+        it (the device may do more); else None."""
         for u, v in self.units:
-            trials = u["detail"].get("trials") or []
-            top = max((t["rate_fps"] for t in trials if t.get("counted", t["valid"])), default=None)
-            found = u["metrics"].get(self.name.replace("_load_", "_fps_").replace("_mbps_", "_fps_"))
-            if v is not None and top is not None and found is not None and found >= top * (1 - 1e-9):
+            if v is None:
+                continue
+            if self.key.kind == "threshold_sweep" and self.name == "zero_loss_threshold_load" \
+                    and u["metrics"].get("loss_onset_load") is None:
                 return "≥"
+            if self.key.kind == "throughput" and self.name.startswith("throughput_"):
+                trials = u["detail"].get("trials") or []
+                top = max((t["rate_fps"] for t in trials if t.get("counted", t["valid"])), default=None)
+                found = u["metrics"].get(self.name.replace("_load_", "_fps_").replace("_mbps_", "_fps_"))
+                if top is not None and found is not None and found >= top * (1 - 1e-9):
+                    return "≥"
         return None
 
     def resolution(self) -> float | None:

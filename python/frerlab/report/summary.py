@@ -157,7 +157,8 @@ def verdicts(s: Source, line_rate: float | None = None) -> Table:
     return Table(f"verdicts-{_slug(s.label)}", f"Verdicts: {s.label}",
                  f"{s.kind.capitalize()} {s.label}, measured on: {system_text(s)} (line rate {rate}). Each figure is "
                  "the mean of the valid repetitions with its 95 % interval in brackets where n ≥ 2 and its n; ≥ marks a "
-                 "rate found at the top of its search (censored). FRER − control is a difference of means with Welch's "
+                 "lower bound (censored): a rate found at the top of its search, or a sweep's zero-loss load above "
+                 "which it never lost a frame. FRER − control is a difference of means with Welch's "
                  "interval (in the first unit given), or the reason there is none.", columns, rows)
 
 
