@@ -468,6 +468,8 @@ def sweep_traces(ctx: Context) -> list[Figure]:
     return found
 
 
+#: Bins per series a fail-over timeline is drawn with (a 10 s capture in 1 ms bins has 10,000).
+TIMELINE_POINTS = 1000
 FAILOVER_SERIES = {"sent": "sent by the talker", "path_a": "path a", "path_b": "path b",
                    "after_elimination": "after elimination"}
 
@@ -489,10 +491,14 @@ def failover_timelines(sources: list[Source], ctx: Context) -> list[Figure]:
         for k, (mode, result, timeline) in enumerate(s.failovers):
             name = mode_name(mode)
             if timeline:
-                bin_ms = timeline["bin_ms"]
+                # at most TIMELINE_POINTS bins per series: a long capture's bins are summed in groups
+                longest = max((len(c) for c in timeline["series"].values()), default=0)
+                group = max(1, math.ceil(longest / TIMELINE_POINTS))
+                bin_ms = timeline["bin_ms"] * group
                 rows = [{"role": "mean", "mode": name, "series": FAILOVER_SERIES.get(series, series),
-                         "panel": FAILOVER_SERIES.get(series, series), "x": i * bin_ms, "y": n / bin_ms}
-                        for series, counts in timeline["series"].items() for i, n in enumerate(counts)]
+                         "panel": FAILOVER_SERIES.get(series, series), "x": i * bin_ms,
+                         "y": sum(counts[i * group:(i + 1) * group]) / bin_ms}
+                        for series, counts in timeline["series"].items() for i in range(math.ceil(len(counts) / group))]
                 events = [(e["t_ms"], e["what"].split(" ", 1)[-1], e["what"].startswith("restore"))
                           for e in timeline["events"]]
                 how = (f"data frames per millisecond as sent, on each path and after elimination, one panel each ("
