@@ -497,7 +497,7 @@ def failover_timelines(sources: list[Source], ctx: Context) -> list[Figure]:
                 bin_ms = timeline["bin_ms"] * group
                 rows = [{"role": "mean", "mode": name, "series": FAILOVER_SERIES.get(series, series),
                          "panel": FAILOVER_SERIES.get(series, series), "x": i * bin_ms,
-                         "y": sum(counts[i * group:(i + 1) * group]) / bin_ms}
+                         "y": sum(chunk := counts[i * group:(i + 1) * group]) / (len(chunk) * timeline["bin_ms"])}
                         for series, counts in timeline["series"].items() for i in range(math.ceil(len(counts) / group))]
                 events = [(e["t_ms"], e["what"].split(" ", 1)[-1], e["what"].startswith("restore"))
                           for e in timeline["events"]]
