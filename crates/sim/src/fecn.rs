@@ -4,7 +4,9 @@
 //!
 //! Talker: every `interval` T it sends a rate-discovery probe (a 64-byte frame) carrying an
 //! unlimited rate along the stream's path, in band, queueing behind data. Each port with a
-//! FECN point writes min(carried rate, its advertised rate) into it; the listener reflects
+//! FECN point writes min(carried rate, its advertised rate) into it when it transmits it (the
+//! published pseudo-code stamps at "Transmit Packet"), so the rate is the port's when the probe
+//! leaves its queue, not when it joined it; the listener reflects
 //! it, and when it is back the talker sends at min(its configured rate, the returned rate).
 //! A talker starts at its configured rate before its first probe returns (fast start).
 //!
@@ -96,7 +98,7 @@ impl FecnPoint {
         self.bits += 8 * wire_bytes;
     }
 
-    /// A probe carrying `rate` passes: the rate it carries on.
+    /// A probe carrying `rate` starts on the port's wire: the rate it carries on.
     pub fn stamp(&mut self, rate: u64) -> u64 {
         self.probes += 1;
         rate.min(self.advertised.round() as u64)

@@ -10,7 +10,8 @@
 //! PAUSE: a queued packet remembers the link direction it arrived over when that direction
 //! runs PAUSE, so the receiver's count per ingress rises when it is queued and falls when it starts on its egress
 //! wire (or is dropped as unsendable); a PAUSE frame takes the reverse wire's time and acts at
-//! the sender after the propagation delay (`Event::Pause`). QCN: a port's congestion point
+//! the sender after the propagation delay (`Event::Pause`), and is renewed halfway through its
+//! time while the receiver is still above `xon` (`Event::PauseRefresh`; pause.rs says when). QCN: a port's congestion point
 //! looks at every arriving frame of a stream with a reaction point, before the admission
 //! check; a notification is a 64-byte frame that crosses the links the sampled frame took, in
 //! reverse, each costing its wire time, its propagation delay and the processing delay of the
@@ -20,7 +21,8 @@
 //! cycles (`Event::QcnTimer`). BCN: the same way back, signed feedback (`Event::Bcn`). FECN: a
 //! probe is a 64-byte packet of its stream (`Packet::probe`, outside the stream's metrics and
 //! FRER functions) that queues behind data, takes the smallest advertised rate of the ports
-//! it arrives at, and comes back from the listener after the fixed delay of the way back
+//! it is transmitted by (stamped when it starts on the wire, as the published pseudo-code's
+//! "Transmit Packet" does), and comes back from the listener after the fixed delay of the way back
 //! (`Event::Reflected`; the returned rates wait in the stream's `returned`, in order, since
 //! every probe of a stream takes the same time back); each port's advertised rate is renewed
 //! every interval while the sources run (`Event::FecnTick`).
@@ -63,6 +65,8 @@ enum Event {
     Wake(u32),
     /// A PAUSE frame with this many quanta (0: XON) reaches the sender of this port.
     Pause(u32, u16),
+    /// The receiver of this PAUSE link direction may renew the pause it asked for.
+    PauseRefresh(u32),
     /// A QCN notification with this quantised |Fb| reaches this stream's talker.
     Notify(u32, u8),
     /// A stream's QCN timer may have ended a cycle.
@@ -192,6 +196,8 @@ pub struct Simulation {
     end: SimTime,
     /// Whether any link direction runs PAUSE (else enqueueing skips its ingress accounting).
     any_pause: bool,
+    /// When a frame last started on a wire (whether PAUSE renewals still serve a draining network).
+    last_start: SimTime,
     wall_seconds: f64,
 }
 
@@ -335,6 +341,7 @@ impl Simulation {
             duration: spec.duration,
             end: SimTime::ZERO,
             any_pause: spec.ports.iter().any(|p| p.pause.is_some()),
+            last_start: SimTime::ZERO,
             wall_seconds: 0.0,
         })
     }
@@ -356,6 +363,15 @@ impl Simulation {
                     continue;
                 }
                 Event::Pause(port, quanta) => self.pause_arrives(port, quanta, now),
+                Event::PauseRefresh(port) => {
+                    let pause = self.ports[port as usize]
+                        .pause
+                        .as_ref()
+                        .expect("PAUSE port");
+                    let active = now < self.duration || self.last_start > pause.asked_at;
+                    let action = pause.refresh(now, active);
+                    self.send_pause(port, action, now);
+                }
                 Event::Notify(stream, q) => {
                     let control = self.control(stream);
                     control.received += 1;
@@ -684,7 +700,7 @@ impl Simulation {
 
     /// The congestion points of a port see a packet arrive at `now`, before the admission
     /// check: QCN and BCN may sample a data frame of a stream they control, FECN counts every
-    /// frame and stamps probes.
+    /// frame (it stamps probes when they start on the wire, `serve`).
     fn congestion_points(&mut self, port_id: u32, packet_id: u32, now: SimTime) {
         let packet = &mut self.packets[packet_id as usize];
         let stream = &self.streams[packet.stream as usize];
@@ -693,9 +709,6 @@ impl Simulation {
         let wire_bytes = port.wire_bytes(packet.bytes);
         if let Some(fecn) = port.fecn.as_mut() {
             fecn.arrive(wire_bytes);
-            if packet.probe {
-                packet.number = fecn.stamp(packet.number);
-            }
         }
         if packet.probe {
             return;
@@ -770,7 +783,10 @@ impl Simulation {
             .pause
             .as_mut()
             .expect("PAUSE port");
-        pause.sent(action, acts_at, rate);
+        let refresh = pause.sent(action, now, acts_at, rate);
+        if let Some(at) = refresh {
+            self.scheduler.at(at, Event::PauseRefresh(paused));
+        }
         let quanta = if action == PauseAction::Xoff {
             pause.quanta
         } else {
@@ -784,7 +800,7 @@ impl Simulation {
         let port = &mut self.ports[port_id as usize];
         let (until, rate) = (port.paused_until, port.rate);
         let pause = port.pause.as_mut().expect("PAUSE port");
-        port.paused_until = pause.receive(quanta, now, until, rate);
+        port.paused_until = pause.receive(quanta, now, until, rate, self.duration);
         self.serve(port_id, now);
     }
 
@@ -830,8 +846,13 @@ impl Simulation {
             Selection::Start(class) => {
                 let (frame, end) = port.start(class, now);
                 left = Some(frame);
-                if self.packets[frame.packet as usize].probe {
+                self.last_start = now;
+                let packet = &mut self.packets[frame.packet as usize];
+                if packet.probe {
                     port.control_forward += 1;
+                    if let Some(fecn) = port.fecn.as_mut() {
+                        packet.number = fecn.stamp(packet.number);
+                    }
                 }
                 self.nodes[port.from as usize].buffer_used -= u64::from(frame.buffer);
                 let lost = port.link_drop(now);
@@ -941,7 +962,7 @@ impl Simulation {
                     node,
                     peer,
                     pause,
-                    pause.paused_seconds(port.paused_until, end),
+                    pause.paused_seconds(),
                 ));
             }
             if let Some(cp) = &port.qcn {

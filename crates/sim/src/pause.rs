@@ -9,8 +9,12 @@
 //! When a frame from U is queued and the count is above `xoff`, N sends PAUSE with `quanta`
 //! (units of 512 bit times at the link's rate, 1..=65535) unless a pause it asked for is still
 //! running; when a frame leaves and the count is at or below `xon` while that pause runs, N
-//! sends PAUSE with quanta 0 (XON). A pause that runs out while the count is still above
-//! `xoff` is asked again by the next frame from U that is queued (N refreshes it then).
+//! sends PAUSE with quanta 0 (XON). N renews a pause it asked for when half of its time has
+//! passed and the count is still above `xon` (switches refresh PAUSE before it runs out, so the
+//! sender never resumes while the receiver is congested; the half is frerlab's choice): while the
+//! sources run, and after they stop as long as some frame has started on some wire since the
+//! PAUSE was sent, so that a cycle of pauses (a deadlock) cannot hold the run open for ever. A pause that runs out while the
+//! count is still above `xoff` is asked again by the next frame from U that is queued.
 //!
 //! The PAUSE frame is 64 bytes on the reverse direction N -> U: it starts when the frame on
 //! that wire ends (MAC Control frames go ahead of queued data), holds the wire for its wire time
@@ -72,12 +76,15 @@ pub struct Pause {
     pub buffered_peak: u64,
     /// The receiver's knowledge of when the pause it asked for ends; `ZERO`: none asked.
     asked_until: SimTime,
+    /// When the asked pause is to be renewed.
+    refresh_at: SimTime,
+    /// When the receiver sent the last PAUSE.
+    pub asked_at: SimTime,
     /// PAUSE frames with a non-zero pause time sent by the receiver.
     pub xoff_frames: u64,
     /// PAUSE frames with pause time 0 sent by the receiver.
     pub xon_frames: u64,
-    /// Total time the sender was paused, in picoseconds (a pause still running at the end of
-    /// the run is cut at the end by `paused_ps_until`).
+    /// Time the sender was paused within the run's duration, in picoseconds.
     paused_ps: u64,
 }
 
@@ -92,6 +99,8 @@ impl Pause {
             buffered: 0,
             buffered_peak: 0,
             asked_until: SimTime::ZERO,
+            refresh_at: SimTime::ZERO,
+            asked_at: SimTime::ZERO,
             xoff_frames: 0,
             xon_frames: 0,
             paused_ps: 0,
@@ -121,43 +130,67 @@ impl Pause {
         }
     }
 
-    /// The receiver sent `action`, which will act at the sender at `acts_at`, the link running
-    /// at `rate`; counts it and remembers when the asked pause ends.
-    pub fn sent(&mut self, action: PauseAction, acts_at: SimTime, rate: BitsPerSec) {
+    /// The receiver sent `action` at `now`, which will act at the sender at `acts_at`, the link
+    /// running at `rate`; counts it and remembers when the asked pause ends. For a PAUSE: when
+    /// to look at renewing it (`refresh`), half its pause time after it acts.
+    pub fn sent(
+        &mut self,
+        action: PauseAction,
+        now: SimTime,
+        acts_at: SimTime,
+        rate: BitsPerSec,
+    ) -> Option<SimTime> {
         match action {
             PauseAction::Xoff => {
                 self.xoff_frames += 1;
-                self.asked_until = acts_at.plus(pause_time(self.quanta, rate));
+                let time = pause_time(self.quanta, rate);
+                self.asked_until = acts_at.plus(time);
+                self.refresh_at = acts_at.plus(SimTime(time.0 / 2));
+                self.asked_at = now;
+                Some(self.refresh_at)
             }
             PauseAction::Xon => {
                 self.xon_frames += 1;
                 self.asked_until = SimTime::ZERO;
+                None
             }
-            PauseAction::None => {}
+            PauseAction::None => None,
+        }
+    }
+
+    /// At `now`, the renewal time of a pause asked for earlier: PAUSE again when that pause
+    /// is still asked (no XON since, no newer PAUSE), the count is above `xon`, and the network
+    /// is `active` (its sources run, or a frame has started since `asked_at`).
+    pub fn refresh(&self, now: SimTime, active: bool) -> PauseAction {
+        let due = self.refresh_at == now && now < self.asked_until;
+        if due && self.buffered > self.xon && active {
+            PauseAction::Xoff
+        } else {
+            PauseAction::None
         }
     }
 
     /// A PAUSE of `quanta` reaches the sender at `now`, whose current pause ends at
-    /// `paused_until`; returns the new end of its pause (`now` for XON).
+    /// `paused_until`; returns the new end of its pause (`now` for XON). The paused time is
+    /// counted up to `horizon`, the run's duration.
     pub fn receive(
         &mut self,
         quanta: u16,
         now: SimTime,
         paused_until: SimTime,
         rate: BitsPerSec,
+        horizon: SimTime,
     ) -> SimTime {
-        if paused_until > now {
-            self.paused_ps -= paused_until.0 - now.0;
-        }
+        let within = |until: SimTime| until.min(horizon).0.saturating_sub(now.0);
+        self.paused_ps -= within(paused_until);
         let until = now.plus(pause_time(quanta, rate));
-        self.paused_ps += until.0 - now.0;
+        self.paused_ps += within(until);
         until
     }
 
-    /// Seconds the sender was paused up to `end`, its pause ending at `paused_until`.
-    pub fn paused_seconds(&self, paused_until: SimTime, end: SimTime) -> f64 {
-        let cut = paused_until.0.saturating_sub(end.0);
-        SimTime(self.paused_ps - cut).as_secs_f64()
+    /// Seconds the sender was paused within the run's duration.
+    pub fn paused_seconds(&self) -> f64 {
+        SimTime(self.paused_ps).as_secs_f64()
     }
 }
 
@@ -186,7 +219,10 @@ mod tests {
         assert_eq!(p.on_queued(1500, SimTime(0)), PauseAction::None);
         assert_eq!(p.on_queued(1500, SimTime(1)), PauseAction::None);
         assert_eq!(p.on_queued(1500, SimTime(2)), PauseAction::Xoff);
-        p.sent(PauseAction::Xoff, SimTime(10), rate);
+        assert_eq!(
+            p.sent(PauseAction::Xoff, SimTime(5), SimTime(10), rate),
+            Some(SimTime(2_560_010))
+        );
         assert_eq!(
             p.on_queued(1500, SimTime(3)),
             PauseAction::None,
@@ -196,7 +232,10 @@ mod tests {
         assert_eq!(p.on_left(1500, SimTime(5)), PauseAction::None);
         assert_eq!(p.on_left(1500, SimTime(6)), PauseAction::None);
         assert_eq!(p.on_left(1500, SimTime(7)), PauseAction::Xon);
-        p.sent(PauseAction::Xon, SimTime(16), rate);
+        assert_eq!(
+            p.sent(PauseAction::Xon, SimTime(8), SimTime(16), rate),
+            None
+        );
         assert_eq!((p.xoff_frames, p.xon_frames, p.buffered_peak), (1, 1, 6000));
     }
 
@@ -205,14 +244,56 @@ mod tests {
         let rate = BitsPerSec(10_000_000_000);
         assert_eq!(pause_time(1, rate), SimTime(51_200));
         let mut p = pause();
-        let until = p.receive(100, SimTime(0), SimTime::ZERO, rate);
+        let horizon = SimTime(10_000_000);
+        let until = p.receive(100, SimTime(0), SimTime::ZERO, rate, horizon);
         assert_eq!(until, SimTime(5_120_000));
         // XON halfway: paused for half the time.
-        let until = p.receive(0, SimTime(2_560_000), until, rate);
+        let until = p.receive(0, SimTime(2_560_000), until, rate, horizon);
         let close = |a: f64, b: f64| (a - b).abs() < 1e-15;
-        assert!(close(p.paused_seconds(until, SimTime(10_000_000)), 2.56e-6));
-        // A pause running past the end is cut there.
-        let until = p.receive(100, SimTime(9_000_000), until, rate);
-        assert!(close(p.paused_seconds(until, SimTime(10_000_000)), 3.56e-6));
+        assert!(close(p.paused_seconds(), 2.56e-6));
+        // A pause running past the end of the run is cut there; one after it is not counted.
+        let until = p.receive(100, SimTime(9_000_000), until, rate, horizon);
+        assert!(close(p.paused_seconds(), 3.56e-6));
+        p.receive(100, SimTime(12_000_000), until, rate, horizon);
+        assert!(close(p.paused_seconds(), 3.56e-6));
+    }
+
+    #[test]
+    fn a_pause_is_renewed_halfway_while_the_count_is_above_xon() {
+        let mut p = pause();
+        let rate = BitsPerSec(10_000_000_000);
+        for t in 0..3 {
+            p.on_queued(1500, SimTime(t));
+        }
+        let at = p
+            .sent(PauseAction::Xoff, SimTime(5), SimTime(10), rate)
+            .expect("a renewal time");
+        assert_eq!(
+            p.refresh(SimTime(at.0 - 1), true),
+            PauseAction::None,
+            "not yet"
+        );
+        assert_eq!(p.refresh(at, true), PauseAction::Xoff);
+        assert_eq!(
+            p.refresh(at, false),
+            PauseAction::None,
+            "nothing moves: a deadlock is not held"
+        );
+        let later = p
+            .sent(PauseAction::Xoff, at, at, rate)
+            .expect("a renewal time");
+        assert_eq!(
+            p.refresh(at, true),
+            PauseAction::None,
+            "superseded by the newer PAUSE"
+        );
+        for _ in 0..3 {
+            p.on_left(1500, later);
+        }
+        assert_eq!(
+            p.refresh(later, true),
+            PauseAction::None,
+            "at xon: not renewed"
+        );
     }
 }

@@ -50,7 +50,13 @@ impl BitsPerSec {
     /// Time to send `bits` at this rate, rounded up to a whole picosecond.
     #[inline]
     pub fn time_for_bits(self, bits: u64) -> SimTime {
-        SimTime((bits * PS_PER_SEC).div_ceil(self.0))
+        match bits.checked_mul(PS_PER_SEC) {
+            Some(ps_bits) => SimTime(ps_bits.div_ceil(self.0)),
+            // Above 18.4 Mbit (a long PAUSE's 65535 quanta are 33.6 Mbit), in 128 bits.
+            None => SimTime(
+                (u128::from(bits) * u128::from(PS_PER_SEC)).div_ceil(u128::from(self.0)) as u64,
+            ),
+        }
     }
 
     /// Time to send `bytes` at this rate.
@@ -87,6 +93,16 @@ mod tests {
     fn a_64_byte_frame_takes_672_ns_on_the_wire_at_1_gbit() {
         let rate = BitsPerSec(1_000_000_000);
         assert_eq!(rate.time_for_bytes(Bytes(64 + 20)), SimTime::from_ns(672));
+    }
+
+    #[test]
+    fn the_longest_pause_does_not_overflow() {
+        // 65535 quanta of 512 bit times at 10 Gbit/s: 3.355392 ms.
+        let bits = 65_535 * 512;
+        assert_eq!(
+            BitsPerSec(10_000_000_000).time_for_bits(bits),
+            SimTime(3_355_392_000)
+        );
     }
 
     #[test]

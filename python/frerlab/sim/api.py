@@ -31,6 +31,7 @@ from frerlab import __version__
 from frerlab.errors import UsageError
 from frerlab.files import write_atomic
 from frerlab.sim.cost import Cost, estimate, require_affordable
+from frerlab.sim import lossless
 from frerlab.sim.compile import compile_spec
 from frerlab.sim.schema import Scenario, parse_scenario, read_data
 
@@ -132,6 +133,11 @@ class SimResult:
         return self.tables["trace"]
 
     @property
+    def warnings(self) -> list[str]:
+        """Why the scenario's PAUSE cannot be lossless (frerlab.sim.lossless); empty when it can."""
+        return self.report.get("warnings", [])
+
+    @property
     def run_info(self) -> dict[str, Any]:
         """Events, wall time, events per second, simulated seconds, frames created."""
         return self.report["run"]
@@ -142,19 +148,19 @@ class SimResult:
         out.mkdir(parents=True, exist_ok=True)
         write_atomic(out / "report.json", json.dumps(self.report))
         write_atomic(out / "scenario.json", self.scenario.model_dump_json(indent=2))
-        write_atomic(out / "meta.json", json.dumps(run_meta(self.scenario, self.report["run"]), indent=2))
+        write_atomic(out / "meta.json", json.dumps(run_meta(self.scenario, self.report["run"], self.warnings), indent=2))
         for name, table in self.tables.items():
             if not table.empty:
                 write_atomic(out / f"{name}.csv", table.to_csv(index=False))
         return out
 
 
-def run_meta(scenario: Scenario, run: dict[str, Any]) -> dict[str, Any]:
+def run_meta(scenario: Scenario, run: dict[str, Any], warnings: list[str]) -> dict[str, Any]:
     """Who ran what, where and when, for a results directory."""
     return {
         "tool": "frerlab sim", "frerlab_version": __version__, "scenario": scenario.name,
         "host": platform.node(), "platform": platform.platform(), "python": platform.python_version(),
-        "finished": datetime.now(UTC).isoformat(), "run": run,
+        "finished": datetime.now(UTC).isoformat(), "run": run, "warnings": warnings,
     }
 
 
@@ -228,8 +234,10 @@ def run(
     from frerlab import _native
 
     sc, _ = check(scenario, overrides, allow_long)
+    spec = compile_spec(sc)
     try:
-        report = json.loads(_native.sim_run(json.dumps(compile_spec(sc))))
+        report = json.loads(_native.sim_run(json.dumps(spec)))
     except ValueError as err:
         raise UsageError(f"{sc.name}: {err}") from None
+    report["warnings"] = lossless.warnings(spec)
     return SimResult(sc, report)

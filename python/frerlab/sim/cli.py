@@ -130,7 +130,9 @@ def parse_overrides(items: list[str]) -> dict[str, object]:
 def cmd_check(args: argparse.Namespace) -> int:
     """Validates the scenario and every point of its sweep, and estimates what running costs:
     whatever passes here, `sim run` (with the same --allow-long) starts."""
+    from frerlab.sim import lossless
     from frerlab.sim.api import check, prepare, scenario_data
+    from frerlab.sim.compile import compile_spec
     from frerlab.sim.sweeps import check_points, grid_points
 
     data = scenario_data(args.scenario)
@@ -148,12 +150,21 @@ def cmd_check(args: argparse.Namespace) -> int:
         sc, cost = check(data, None, args.allow_long, source)
         runs = 1
         cost_text = cost.describe()
+    warnings = lossless.warnings(compile_spec(sc))
     result = {"scenario": source, "name": sc.name, "valid": True, "nodes": len(sc.nodes), "links": len(sc.links),
               "streams": len(sc.streams), "runs": runs,
-              "largest_run": {"events": cost.events, "series_rows": cost.series_rows, "trace_rows": cost.trace_rows}}
+              "largest_run": {"events": cost.events, "series_rows": cost.series_rows, "trace_rows": cost.trace_rows},
+              "warnings": warnings}
     emit(args, result, f"{args.scenario}: scenario {sc.name!r} is valid: {len(sc.nodes)} nodes, {len(sc.links)} "
                        f"links, {len(sc.streams)} streams; {cost_text}")
+    print_warnings(warnings)
     return 0
+
+
+def print_warnings(warnings: list[str]) -> None:
+    """Each warning on its own line of stderr."""
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
 
 
 def table_records(table) -> list[dict]:
@@ -194,7 +205,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             text = streams.to_string(index=False)
         info = result.run_info
         emit(args, {"scenario": str(args.scenario), "output": args.output, "streams": table_records(streams),
-                    "run_info": info}, text)
+                    "run_info": info, "warnings": result.warnings}, text)
+        print_warnings(result.warnings)
         print(f"{info['events']} events in {info['wall_seconds']:.3f} s "
               f"({info['events_per_second'] / 1e6:.1f} M events/s), {info['simulated_seconds']:.3f} s simulated",
               file=sys.stderr)

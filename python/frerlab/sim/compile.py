@@ -2,7 +2,8 @@
 the Rust simulator runs. Names become indices (nodes, egress ports: one per link direction),
 quantities are already canonical (bit/s, bytes, picoseconds), each stream's paths become a tree
 of hops that parts where the frame is copied, and the congestion section is spread over the
-switch ports and streams it applies to. A name that does not resolve or a path that is broken
+switch ports and streams it applies to; PAUSE asked to be lossless gets its thresholds
+(frerlab.sim.lossless). A name that does not resolve or a path that is broken
 is a ValueError naming it; Scenario's validation calls compile_spec, so a file that validates
 compiles. Also the helpers that read the same structure: port names, a stream's line rate.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from frerlab.sim import lossless
 from frerlab.sim.schema import (CLASSES, BcnNetwork, Egress, Exponential, FecnNetwork, OnOff, QcnNetwork, Recovery,
                                 Scenario, Stream, UniformSize)
 
@@ -78,13 +80,15 @@ def compile_spec(sc: Scenario) -> dict[str, Any]:
     names = [s.name for s in sc.streams]
     if len(set(names)) != len(names):
         raise ValueError(f"stream names must be unique: {names}")
-    return {
+    spec = {
         "seed": sc.seed, "duration": sc.duration, "warmup": sc.warmup, "interval": sc.interval,
         "trace": sc.trace,
         "nodes": [{"name": name, "processing_delay": n.processing_delay, "shared_buffer": n.buffer.shared,
                    "cell": n.buffer.cell} for name, n in sc.nodes.items()],
         "ports": ports, "streams": streams,
     }
+    lossless.derive(spec)
+    return spec
 
 
 def _congestion_point(egress: Egress, network: QcnNetwork | BcnNetwork | FecnNetwork | None) -> dict[str, Any]:

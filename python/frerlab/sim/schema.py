@@ -115,9 +115,15 @@ class Pause(_Model):
     xoff: Size = Field(PAUSE_XOFF_BYTES, ge=1, description="bytes above which PAUSE is sent")
     xon: Size = Field(PAUSE_XON_BYTES, ge=0, description="bytes at or below which XON is sent")
     quanta: int = Field(MAX_PAUSE_QUANTA, ge=1, le=MAX_PAUSE_QUANTA, description="pause time, 512 bit times each")
+    lossless: bool = Field(False, description="derive xoff and xon from the receiver's queues, the link's rate and "
+                                              "delay and the largest frame, so that nothing is lost inside the "
+                                              "fabric (frerlab.sim.lossless)")
 
     @model_validator(mode="after")
     def _xon_below_xoff(self) -> Pause:
+        if self.lossless and {"xoff", "xon"} & self.model_fields_set:
+            raise ValueError("pause: lossless: true derives xoff and xon; give either lossless or the thresholds, "
+                             "not both")
         if self.xon >= self.xoff:
             raise ValueError(f"pause xon {self.xon} bytes is out of range (0..{self.xoff - 1}, below xoff)")
         return self
