@@ -4,7 +4,8 @@ brings identical sources near the fair share with the hotspot queue at Qeq, FECN
 the fair share with one probe per flow per interval, BCN fills the bottleneck and drifts to
 the fair share, a rate change slows an egress, the vocabulary's defaults reach the spec,
 and bad values are refused naming the field and the valid range.
-The detailed checks (N = 2 and 4, sample counts by formula) are in crates/sim/tests/congestion.rs."""
+The detailed checks (N = 2 and 4, sample counts by formula) are in crates/sim/tests/congestion.rs,
+fairness at 1 and 10 Gbit/s for N = 2, 3, 5 in test_sim_fairness.py; every run conserves frames."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from frerlab import sim
 from frerlab.errors import UsageError
 from frerlab.sim.compile import compile_spec
 from frerlab.sim.schema import parse_scenario
+from simcheck import assert_conserved
 
 
 def incast(n: int, duration: str, **link: object) -> dict:
@@ -45,6 +47,7 @@ def test_pause_makes_a_two_to_one_incast_lossless_and_reports_each_paused_direct
     assert (talkers["xoff_frames"] > 0).all() and (talkers["paused_s"] > 0).all()
     assert (talkers["pause_bytes"] == 64 * (talkers["xoff_frames"] + talkers["xon_frames"])).all()
     assert (pause.loc[["up0:sw->h0", "up1:sw->h1"], "xoff_frames"] == 0).all()
+    assert_conserved(result)
     result.save(tmp_path)
     assert len(pd.read_csv(tmp_path / "pause.csv")) == 4
 
@@ -64,6 +67,7 @@ def test_qcn_brings_two_sources_near_the_fair_share_with_the_queue_at_qeq(tmp_pa
     cp = result.qcn_ports.iloc[0]
     assert cp["notifications"] == result.cn_streams["received"].sum() > 0
     assert cp["notification_bytes"] == 64 * cp["notifications"] == result.cn_streams["received_bytes"].sum()
+    assert_conserved(result)
     result.save(tmp_path)
     assert {"rate_series.csv", "qcn_ports.csv", "cn_streams.csv"} <= {p.name for p in tmp_path.iterdir()}
 
@@ -96,6 +100,7 @@ def test_fecn_gives_identical_sources_the_fair_share_with_one_probe_per_flow_per
     assert control.loc["down:sw->dst", "forward_frames"] == control.loc["down:sw->dst", "back_frames"] == 500 * n
     assert (control["control_bytes"] == 64 * (control["forward_frames"] + control["back_frames"])).all()
     assert result.fecn_ports.set_index("port").loc["down:sw->dst", "probes"] == 500 * n
+    assert_conserved(result)
 
 
 @pytest.mark.parametrize("n", [2, 4])
@@ -120,6 +125,7 @@ def test_bcn_fills_the_bottleneck_and_its_shares_drift_to_the_fair_share(n: int)
     back = result.control.set_index("port")["back_frames"]
     for row in result.cn_streams.itertuples():
         assert back[f"up{row.stream[1:]}:h{row.stream[1:]}->sw"] == row.received
+    assert_conserved(result)
 
 
 def test_a_rate_change_makes_the_egress_send_slower_from_that_time_on() -> None:
@@ -133,6 +139,7 @@ def test_a_rate_change_makes_the_egress_send_slower_from_that_time_on() -> None:
     assert (abs(after * 1520 / 1500 / 1e9 - 1) < 0.01).all(), "the new 1 Gbit/s"
     down = result.ports.set_index("port").loc["down:sw->dst"]
     assert down["max_queue_bytes"] > 95_000 and down["drop_queue_full"] > 0, "the 100 KB queue overflows"
+    assert_conserved(result)
 
 
 def test_defaults_and_directions_reach_the_spec() -> None:

@@ -7,6 +7,7 @@ formula on the fabric, and a grid with `summary: hotspot` gives one row of metri
 from __future__ import annotations
 
 import math
+import warnings
 from pathlib import Path
 
 import pandas as pd
@@ -17,6 +18,7 @@ from frerlab import sim
 from frerlab.cli import main
 from frerlab.errors import UsageError
 from frerlab.sim import hotspot
+from simcheck import assert_conserved
 
 HOTSPOT = Path(__file__).resolve().parent.parent / "scenarios" / "hotspot"
 
@@ -32,7 +34,7 @@ def test_every_variant_runs_from_the_cli(stem: str, tmp_path: Path) -> None:
     assert main(["sim", "run", str(HOTSPOT / f"{stem}.yaml"), "--set", "duration=20ms", "-o", str(out)]) == 0
     streams = pd.read_csv(out / "streams.csv")
     assert len(streams) == 90 and streams["sent"].gt(0).all()
-    regulated = stem not in ("none", "pause")
+    regulated = hotspot.VARIANTS[stem]["mechanism"] != "none"
     assert (out / "rate_series.csv").exists() == regulated
     assert (out / "control.csv").exists() == regulated
 
@@ -40,6 +42,8 @@ def test_every_variant_runs_from_the_cli(stem: str, tmp_path: Path) -> None:
 def test_the_fabric_is_the_seeds() -> None:
     sc = sim.api.prepare(hotspot.scenario("none"))
     assert len(sc.nodes) == 13 and len(sc.links) == 12 and {link.rate for link in sc.links} == {10**10}
+    edge = {link.a: link.b for link in sc.links if link.a.startswith("n")}
+    assert [n for n in hotspot.NODES if edge[n] == "e1"] == ["n1", "n3", "n5", "n7", "n9"]
     # 8 us loop: a node-edge-core-edge-node path crossed twice, 1 us per link.
     assert {link.delay for link in sc.links} == {10**6}
     offered = pd.Series({s.name: s.rate for s in sc.streams}).groupby(lambda n: n.split("-")[0]).sum()
@@ -48,6 +52,24 @@ def test_the_fabric_is_the_seeds() -> None:
     assert all(s.frame_size == 1500 and s.paths is None for s in sc.streams)
     with pytest.raises(ValueError, match="mechanism 'dctcp' is not one of none, qcn, bcn, fecn"):
         hotspot.scenario("dctcp")
+    with pytest.raises(ValueError, match="placement 'ring' is not one of interleaved, blocks"):
+        hotspot.scenario("none", placement="ring")
+
+
+def test_no_link_is_over_its_rate_before_the_hotspot_unless_the_nodes_are_placed_in_blocks() -> None:
+    data = hotspot.scenario("none")
+    loads = pd.Series(hotspot.link_loads(data))
+    # Every stream's rate counts once per link of its route: 2 links within an edge, 4 across.
+    rates = {s["name"]: float(s["rate"].removesuffix("bps")) for s in data["streams"]}
+    same_edge = sum(rates[f"{a}-{b}"] for a in hotspot.NODES for b in hotspot.NODES
+                    if a != b and int(a[1:]) % 2 == int(b[1:]) % 2)
+    assert loads.sum() == pytest.approx(2 * same_edge + 4 * (sum(rates.values()) - same_edge))
+    # Each edge's nodes offer 15.5 Gbit/s, 5/9 of it to the other edge: 86 % of an uplink.
+    assert loads.max() == pytest.approx(15.5e9 * 5 / 9) and loads.max() < 10e9
+    blocks = pd.Series(hotspot.link_loads(hotspot.scenario("none", placement="blocks")))
+    # The first pass's fabric: n6-n10 offer 18.5 Gbit/s, 5/9 of it to the other edge.
+    assert blocks[blocks > 10e9].to_dict() == pytest.approx({"e2:e2->core": 18.5e9 * 5 / 9,
+                                                             "e1:core->e1": 18.5e9 * 5 / 9})
 
 
 def one_slow_egress(**congestion: object) -> dict:
@@ -65,7 +87,9 @@ def one_slow_egress(**congestion: object) -> dict:
 
 
 def test_without_control_the_hotspot_never_drains_and_the_other_flow_is_untouched() -> None:
-    m = hotspot.metrics(sim.run(one_slow_egress()))
+    result = sim.run(one_slow_egress())
+    assert_conserved(result)
+    m = hotspot.metrics(result)
     row = m.summary.iloc[0]
     assert math.isnan(row["drain_time_s"]) and math.isnan(row["settle_time_s"]) and math.isnan(row["fair_time_s"])
     assert row["utilisation"] == pytest.approx(1500 / 1520, rel=1e-3), "busy at its new rate, L2 counted"
@@ -83,7 +107,9 @@ def test_without_control_the_hotspot_never_drains_and_the_other_flow_is_untouche
 def test_fecn_starts_flows_at_c_over_n0_and_shares_the_hotspot_fairly_without_loss() -> None:
     """The first probes come back with the ports' first advertised rate, C / N0 = 50 Mbit/s:
     the flows ramp up from there, so the queue never builds, and settle at the fair share."""
-    m = hotspot.metrics(sim.run(one_slow_egress(mechanism="fecn", point={"b": 1.2})))
+    result = sim.run(one_slow_egress(mechanism="fecn", point={"b": 1.2}))
+    assert_conserved(result)
+    m = hotspot.metrics(result)
     row = m.summary.iloc[0]
     hot = m.hotspot.set_index("time_s")
     assert hot.loc[0.0005, "rate_bps"] == pytest.approx(2 * 50e6, rel=1e-6)
@@ -107,8 +133,11 @@ def test_metrics_need_a_hotspot_within_the_run() -> None:
 
 
 def test_pause_spreads_the_hotspot_to_flows_that_do_not_go_there_and_qcn_does_not() -> None:
-    runs = {stem: hotspot.metrics(sim.run(hotspot.scenario(**args, onset="10ms", duration="60ms"))).summary.iloc[0]
-            for stem, args in hotspot.VARIANTS.items() if stem in ("none", "pause", "qcn")}
+    results = {stem: sim.run(hotspot.scenario(**args, onset="10ms", duration="60ms"))
+               for stem, args in hotspot.VARIANTS.items() if stem in ("none", "pause", "qcn")}
+    for result in results.values():
+        assert_conserved(result)
+    runs = {stem: hotspot.metrics(result).summary.iloc[0] for stem, result in results.items()}
     assert runs["none"]["victim_ratio"] > 0.98
     assert runs["pause"]["victim_ratio"] < 0.8 and runs["pause"]["pause_bps"] > 0
     assert runs["qcn"]["victim_ratio"] > 0.999 and runs["qcn"]["drain_time_s"] < 0.03
@@ -131,3 +160,30 @@ def test_a_grid_with_the_hotspot_summary_gives_one_row_of_metrics_per_run(tmp_pa
                                     "grid": {"seed": [1]}}))
     assert main(["sim", "sweep", str(grid), "-o", str(tmp_path / "bad")]) == 2
     assert "summary 'fairness' is not valid (streams or hotspot)" in capsys.readouterr().err
+
+
+def test_metrics_without_victims_give_nan_for_their_ratio_and_no_warning() -> None:
+    data = one_slow_egress()
+    data["streams"] = [s for s in data["streams"] if s["listener"] == "hot"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        summary = hotspot.metrics(sim.run(data)).summary.iloc[0]
+    assert math.isnan(summary["victim_ratio"]) and summary["hotspot_loss_ratio"] > 0
+
+
+def test_fecn_with_pause_counts_a_paused_port_as_slower_and_drains_the_hotspot() -> None:
+    """The seed's "fast start with Pause": PAUSE holds the hotspot's arrivals near its service
+    rate, so the hotspot port alone sees little overload; the ports PAUSE stops advertise for the
+    share of the interval they could send, cut the flows behind them, and with b = 1.2 the
+    hotspot drains while the flows that do not go there keep most of their frames; with the
+    pseudo-code's b = 1.002 it does not drain, and PAUSE spreads the congestion as without FECN."""
+    rows = {}
+    for b in (1.2, 1.002):
+        data = hotspot.scenario(**hotspot.VARIANTS["fecn_T1ms_pause"], onset="20ms", duration="150ms")
+        data["congestion"]["point"] = {"b": b}
+        result = sim.run(data)
+        assert_conserved(result)
+        assert result.ports[result.ports["node"].isin(["e1", "e2", "core"])]["drop_queue_full"].sum() == 0
+        rows[b] = hotspot.metrics(result).summary.iloc[0]
+    assert rows[1.2]["drain_time_s"] < 0.03 and rows[1.2]["jain"] > 0.99 and rows[1.2]["victim_ratio"] > 0.9
+    assert math.isnan(rows[1.002]["drain_time_s"]) and rows[1.002]["victim_ratio"] < 0.6

@@ -19,8 +19,11 @@
 //! f(q) = a Qeq / ((a - 1) q + Qeq) for q <= Qeq, max(c, b Qeq / ((b - 1) q + Qeq)) above.
 //! The first advertised rate is C / N0.
 //!
-//! The port uses its current rate as C: where the egress's service rate drops (an
-//! output-generated hotspot), the switch knows the new rate. The probe's way back from the
+//! The port uses as C its current rate for the share of the interval it was not paused (at least
+//! C / N0): where the egress's service rate drops (an output-generated hotspot) the switch knows
+//! the new rate, and where PAUSE stops it, it sends less (the published pseudo-code estimates the
+//! capacity from what the port sent; with PAUSE on, taking the link rate instead makes every
+//! paused port look underloaded, and FECN never cuts the flows PAUSE holds back). The probe's way back from the
 //! listener is a fixed delay, as QCN's notifications (network.rs).
 
 use serde::Deserialize;
@@ -71,6 +74,8 @@ pub struct FecnPoint {
     pub probes: u64,
     /// Smallest advertised rate of the run.
     pub min_advertised: f64,
+    /// The port's paused time, in total, at the last interval's end (picoseconds).
+    paused_ps: u64,
 }
 
 impl FecnPoint {
@@ -83,6 +88,7 @@ impl FecnPoint {
             bits: 0,
             probes: 0,
             min_advertised: first,
+            paused_ps: 0,
         }
     }
 
@@ -113,6 +119,17 @@ impl FecnPoint {
         } else {
             (s.b * qeq / ((s.b - 1.0) * q + qeq)).max(s.c)
         }
+    }
+
+    /// The capacity of a port of `rate` bit/s over the interval that ends, when it has been
+    /// paused `paused_ps` in total so far: its rate for the share of the interval it was not
+    /// paused, at least rate / N0 (a port paused throughout would otherwise advertise 0, from
+    /// which no bounded increase grows).
+    pub fn capacity(&mut self, rate: u64, paused_ps: u64) -> u64 {
+        let paused = paused_ps - self.paused_ps;
+        self.paused_ps = paused_ps;
+        let share = 1.0 - (paused as f64 / self.spec.interval.0 as f64).min(1.0);
+        ((rate as f64 * share) as u64).max(rate / u64::from(self.spec.n0))
     }
 
     /// The interval ends with `q` bytes queued on a port now sending at `capacity` bit/s:
@@ -184,6 +201,27 @@ mod tests {
         assert!(p.stamp(UNLIMITED).abs_diff(2_500_000_000) < 1_000);
         assert_eq!(p.stamp(1_000), 1_000);
         assert_eq!(p.probes, 2);
+    }
+
+    #[test]
+    fn a_paused_share_of_the_interval_is_not_capacity() {
+        let mut p = point();
+        assert_eq!(p.capacity(10 * GBIT, 0), 10 * GBIT);
+        assert_eq!(
+            p.capacity(10 * GBIT, 250_000_000),
+            7_500_000_000,
+            "a quarter of 1 ms"
+        );
+        assert_eq!(
+            p.capacity(10 * GBIT, 250_000_000),
+            10 * GBIT,
+            "no more since"
+        );
+        assert_eq!(
+            p.capacity(10 * GBIT, 5_000_000_000),
+            50_000_000,
+            "throughout: C / N0"
+        );
     }
 
     #[test]

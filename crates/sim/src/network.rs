@@ -415,8 +415,12 @@ impl Simulation {
                 Event::FecnTick(port_id) => {
                     let port = &mut self.ports[port_id as usize];
                     let q = port.queued_bytes.iter().sum();
+                    let paused = port.pause.as_ref().map_or(0, |p| {
+                        p.paused_before(now, port.paused_until, self.duration)
+                    });
                     let fecn = port.fecn.as_mut().expect("FECN port");
-                    fecn.tick(q, port.rate.0);
+                    let capacity = fecn.capacity(port.rate.0, paused);
+                    fecn.tick(q, capacity);
                     let next = now.plus(fecn.interval());
                     if next < self.duration {
                         self.scheduler.at(next, Event::FecnTick(port_id));

@@ -188,6 +188,12 @@ impl Pause {
         until
     }
 
+    /// Picoseconds the sender was paused before `now` (its current pause ending at
+    /// `paused_until`), within the run's duration `horizon`.
+    pub fn paused_before(&self, now: SimTime, paused_until: SimTime, horizon: SimTime) -> u64 {
+        self.paused_ps - paused_until.min(horizon).0.saturating_sub(now.0)
+    }
+
     /// Seconds the sender was paused within the run's duration.
     pub fn paused_seconds(&self) -> f64 {
         SimTime(self.paused_ps).as_secs_f64()

@@ -639,8 +639,9 @@ def sweep_figures(sources: list[Source]) -> list[Figure]:
 
 
 def _hotspot_sweep(s: Source, table: pd.DataFrame, grid: list[str]) -> list[Figure]:
-    """Drain time and busiest-link control traffic of every run against the first grid field
-    that holds one kind of number; the other fields name the series."""
+    """The seed 003 comparison's three metrics of every run against the first grid field that
+    holds one kind of number (the other fields name the series): drain time, busiest-link control
+    traffic, and the hotspot flows' loss."""
     for axis in grid:
         parsed = [_sweep_value(v) for v in table[axis]]
         if None not in parsed and len({unit for _, unit in parsed}) == 1:
@@ -657,6 +658,8 @@ def _hotspot_sweep(s: Source, table: pd.DataFrame, grid: list[str]) -> list[Figu
              for xv, r in rows if r["drain_time_s"] == r["drain_time_s"]]  # NaN: never drained
     control = [{"role": "mean", "series": name(r), "x": xv, "y": r["control_bps"] / 1e6, "value": str(r[axis])}
                for xv, r in rows if r["control_bps"] > 0]
+    loss = [{"role": "mean", "series": name(r), "x": xv, "y": r["hotspot_loss_ratio"] * 100, "value": str(r[axis])}
+            for xv, r in rows]
     slug, title = _slug(s.label), f"Hotspot sweep over {axis} ({s.label})"
     return [f for f in (
         _series_figure(drain, f"hotspot-drain-{slug}", f"{title}: transient response",
@@ -666,7 +669,12 @@ def _hotspot_sweep(s: Source, table: pd.DataFrame, grid: list[str]) -> list[Figu
         _series_figure(control, f"hotspot-control-{slug}", f"{title}: control overhead",
                        "Congestion-notification frames (notifications, probes and their reflections) on the link that "
                        "carried the most of them, averaged over the run.", "control traffic on the busiest link (Mbit/s)",
-                       x_title=x_title, y_scale=Scale("log"), tooltip={"value": axis}, mark="line+points")) if f]
+                       x_title=x_title, y_scale=Scale("log"), tooltip={"value": axis}, mark="line+points"),
+        _series_figure(loss, f"hotspot-loss-{slug}", f"{title}: hotspot loss",
+                       "Frames of the flows to the hotspot lost over the run, in % of those sent, on a symlog axis "
+                       f"(linear below {LOSS_LINEAR_BELOW:g} %).", "hotspot flows' loss (%)", x_title=x_title,
+                       tooltip={"value": axis}, mark="line+points", y_scale=Scale("symlog", constant=LOSS_LINEAR_BELOW),
+                       y_ticks=LOSS_TICKS, y_labels="datum.value == 0 ? '0' : format(datum.value, '~g') + ' %'")) if f]
 
 
 def _sweep_value(value: Any) -> tuple[float, str] | None:

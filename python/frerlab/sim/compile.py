@@ -99,7 +99,7 @@ def _congestion_point(egress: Egress, network: QcnNetwork | BcnNetwork | FecnNet
     return {name: None if point is None else point.model_dump() for name, point in points.items()}
 
 
-def _shortest_path(s: Stream, links: dict) -> list[str]:
+def shortest_path(s: Stream, links: dict) -> list[str]:
     """The fewest links from the talker to the listener (the first found, in file order)."""
     came_from: dict[str, tuple[str, str] | None] = {s.talker: None}
     frontier = [s.talker]
@@ -141,7 +141,7 @@ def talker_line_rate(sc: Scenario, stream: str) -> float:
         raise ValueError(_known("stream", stream, [x.name for x in sc.streams]))
     links = {link.name: link for link in sc.links}
     frame = mean_frame_bytes(s.frame_size)
-    first = [links[path[0]] for path in s.paths or [_shortest_path(s, links)] if path[0] in links]
+    first = [links[path[0]] for path in s.paths or [shortest_path(s, links)] if path[0] in links]
     if not first:
         raise ValueError(f"stream {s.name}: no link leaves its talker {s.talker!r}")
     return min(link.rate if s.rate_layer == "l1" else link.rate * frame / (frame + link.overhead) for link in first)
@@ -158,7 +158,7 @@ def _compile_stream(s: Stream, node_index: dict, links: dict, port_index: dict) 
     hops: list[dict] = []
     children: dict[int, list[int]] = {-1: []}
     trie: dict[tuple[int, ...], int] = {}
-    for number, path in enumerate(s.paths or [_shortest_path(s, links)]):
+    for number, path in enumerate(s.paths or [shortest_path(s, links)]):
         at, parent, split = s.talker, -1, False
         for link_name in path:
             link = links.get(link_name)
@@ -190,7 +190,7 @@ def _compile_stream(s: Stream, node_index: dict, links: dict, port_index: dict) 
         gen = s.frer.sequence_generation
         if gen not in node_index:
             raise ValueError(f"stream {s.name}: sequence_generation " + _known("node", gen, node_index))
-        _check_recovery_placement(s, s.paths or [_shortest_path(s, links)], links)
+        _check_recovery_placement(s, s.paths or [shortest_path(s, links)], links)
         spec["generation"] = node_index[gen]
         spec["rtag_bytes"] = s.frer.rtag_bytes
         spec["recovery"] = [_compile_recovery(s.name, r, node_index, links, port_index) for r in s.frer.sequence_recovery]

@@ -5,14 +5,19 @@ compare congestion-control mechanisms on it.
 
 What the slides give: 10 Gbit/s links, 8 us loop latency, UDP-like traffic, destinations
 uniform over all other nodes, 1500-byte frames, nodes 1-6 offering 25 % and nodes 7-10 40 % of
-the link rate, T = 1 ms and 0.25 ms. What they leave open, chosen here (docs/congestion.md says
-why): ten end nodes on `edges` edge switches under one core switch (n1-n5 on e1, n6-n10 on e2
-for the default two; one switch and no core for `edges=1`); the loop latency split evenly over
-the links of the longest round trip; each node's load as one stream per destination (load / 9
-each) at a constant rate (`pattern="poisson"` for random arrivals); the hotspot is the egress towards `hotspot` (n10), whose service rate falls
-to `service_rate` (1 Gbit/s) at `onset` (50 ms, when every mechanism has brought its flows to
-their offered rates: FECN's start at C/N0 and may grow slowly) and stays there; switch egress queues of
-`queue_limit` (150 KB); PAUSE on or off independently of the mechanism.
+the link rate, T = 1 ms and 0.25 ms. Bergamasco's drawing of the set-up they cite is not public
+(docs/congestion.md, "The seed's scenario"); what they leave open is chosen here: ten end nodes on
+`edges` edge switches under one core switch (one switch and no core for `edges=1`), placed
+`interleaved` (node i on edge i mod edges: n1, n3, ... n9 on e1 and n2, n4, ... n10 on e2, so
+each uplink carries 8.6 Gbit/s, 86 %, before the hotspot) or in `blocks` (n1-n5 on e1, n6-n10 on
+e2: e2's uplink and the core's link to e1 then carry 10.28 Gbit/s, a second bottleneck that is
+there before the hotspot, the first pass's fabric); the loop latency split evenly over the links
+of the longest round trip; each node's load as one stream per destination (load / 9 each) at a
+constant rate (`pattern="poisson"` for random arrivals); the hotspot is the egress towards
+`hotspot` (n10), whose service rate falls to `service_rate` (1 Gbit/s) at `onset` (50 ms) and
+stays there; egress queues of `queue_limit` (150 KB); PAUSE (`pause=True`: every switch pauses
+its neighbours, thresholds derived to be lossless, frerlab.sim.lossless) on or off independently
+of the mechanism. `link_loads` gives what each link direction is offered before the hotspot.
 
 `python -m frerlab.sim.hotspot DIR` writes the shipped variants (scenarios/hotspot/); a test
 checks that they equal what `scenario` builds.
@@ -31,7 +36,7 @@ import yaml
 
 from frerlab.errors import UsageError
 from frerlab.sim.api import SimResult
-from frerlab.sim.compile import port_name
+from frerlab.sim.compile import port_name, shortest_path
 from frerlab.sim.schema import RateChange, Scenario
 from frerlab.units import rate_bps, time_ps, time_text
 
@@ -46,20 +51,27 @@ def _load(node: str) -> float:
     return 0.25 if int(node[1:]) <= 6 else 0.40
 
 
+PLACEMENTS = ("interleaved", "blocks")
+
+
 def scenario(mechanism: str, *, interval: str = "1ms", pm: float | None = None, pause: bool = False,
              duration: str = "250ms", onset: str = "50ms", service_rate: str = "1Gbps", hotspot: str = "n10",
-             edges: int = 2, queue_limit: str = "150KB", pattern: str = "constant", seed: int = 1) -> dict[str, Any]:
+             edges: int = 2, placement: str = "interleaved", queue_limit: str = "150KB", pattern: str = "constant",
+             seed: int = 1) -> dict[str, Any]:
     """The hotspot scenario with `mechanism` ("none", "qcn", "bcn" or "fecn") on every switch
     egress and every stream; `interval` is FECN's T, `pm` BCN's sampling probability, `pattern`
-    the streams' ("constant" or "poisson")."""
+    the streams' ("constant" or "poisson"), `placement` how the nodes spread over the edges."""
     if mechanism not in ("none", "qcn", "bcn", "fecn"):
         raise ValueError(f"mechanism {mechanism!r} is not one of none, qcn, bcn, fecn")
     if not 1 <= edges <= len(NODES):
         raise ValueError(f"edges {edges} is out of range (1..{len(NODES)})")
     if hotspot not in NODES:
         raise ValueError(f"hotspot {hotspot!r} is not one of {', '.join(NODES)}")
+    if placement not in PLACEMENTS:
+        raise ValueError(f"placement {placement!r} is not one of {', '.join(PLACEMENTS)}")
     per_edge = -(-len(NODES) // edges)
-    edge_of = {node: f"e{i // per_edge + 1}" for i, node in enumerate(NODES)}
+    edge_of = {node: f"e{(i % edges if placement == 'interleaved' else i // per_edge) + 1}"
+               for i, node in enumerate(NODES)}
     switches = sorted(set(edge_of.values()), key=lambda e: int(e[1:]))
     core = len(switches) > 1
     # The longest round trip crosses every link of a node-edge-core-edge-node path twice.
@@ -67,7 +79,7 @@ def scenario(mechanism: str, *, interval: str = "1ms", pm: float | None = None, 
     delay_ps = LOOP_LATENCY_PS // (2 * links_one_way)
     nodes: dict[str, Any] = {node: {"kind": "host"} for node in NODES}
     for switch in switches + (["core"] if core else []):
-        nodes[switch] = {"kind": "switch", **({"pause": {}} if pause else {})}
+        nodes[switch] = {"kind": "switch", **({"pause": {"lossless": True}} if pause else {})}
     def link(a: str, b: str) -> dict[str, Any]:
         return {"name": a, "a": a, "b": b, "rate": LINK_RATE, "delay": f"{delay_ps}ps",
                 "egress": {"queue_limit": queue_limit}}
@@ -80,9 +92,10 @@ def scenario(mechanism: str, *, interval: str = "1ms", pm: float | None = None, 
                for src in NODES for dst in NODES if dst != src]
     data: dict[str, Any] = {
         "name": "-".join(["hotspot", mechanism] + ([f"T{interval}"] if mechanism == "fecn" else [])
-                         + ([f"pm{pm:g}"] if mechanism == "bcn" and pm is not None else []) + (["pause"] if pause else [])),
+                         + ([f"pm{pm:g}"] if mechanism == "bcn" and pm is not None else []) + (["pause"] if pause else [])
+                         + ([placement] if placement != "interleaved" else [])),
         "description": f"seed 003's multi-stage output-generated hotspot: {hotspot}'s egress falls to "
-                       f"{service_rate} at {onset} (frerlab.sim.hotspot)",
+                       f"{service_rate} at {onset}; nodes placed {placement} (frerlab.sim.hotspot)",
         "seed": seed, "duration": duration, "interval": "500us", "nodes": nodes, "links": links, "streams": streams,
     }
     if mechanism == "fecn":
@@ -103,7 +116,30 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "bcn_pm10": {"mechanism": "bcn", "pm": 0.1},
     "fecn_T1ms": {"mechanism": "fecn", "interval": "1ms"},
     "fecn_T250us": {"mechanism": "fecn", "interval": "250us"},
+    # The seed's "fast start with Pause": FECN's talkers start at their offered rate, and the
+    # switches pause their neighbours (lossless thresholds).
+    "fecn_T1ms_pause": {"mechanism": "fecn", "interval": "1ms", "pause": True},
+    # The first pass's fabric, with its oversubscribed uplinks, for the comparison of fabrics.
+    "none_blocks": {"mechanism": "none", "placement": "blocks"},
 }
+
+
+def link_loads(data: dict[str, Any]) -> dict[str, float]:
+    """What each link direction of a hotspot scenario (as `scenario` returns it) is offered before
+    the onset, in bit/s at L1: every stream's rate on every link of its route (the fewest links,
+    as the simulator routes a stream without paths)."""
+    sc = Scenario.model_validate(data)
+    links = {link.name: link for link in sc.links}
+    loads: dict[str, float] = {}
+    for stream in sc.streams:
+        at = stream.talker
+        for name in shortest_path(stream, links):
+            link = links[name]
+            after = link.b if at == link.a else link.a
+            port = port_name(name, at, after)
+            loads[port] = loads.get(port, 0.0) + stream.rate
+            at = after
+    return loads
 
 
 def write_variants(directory: Path) -> list[Path]:
@@ -164,7 +200,7 @@ def metrics(result: SimResult, *, queue_threshold: int = 50_000, tolerance: floa
     after the onset over its service rate (L2 bytes counted: 1500-byte frames give at most
     1500/1520). Jain's index is taken over the hotspot flows' mean rates in the second half of
     the time after the onset. Victims are the flows not going to the hotspot: `victim_ratio` is
-    what they delivered over what they sent after the onset.
+    what they delivered over what they sent after the onset (NaN without victims).
     """
     sc = result.scenario
     found = hotspot_of(sc)
@@ -219,7 +255,7 @@ def metrics(result: SimResult, *, queue_threshold: int = 50_000, tolerance: floa
         "fair_time_s": _settled_after(fair) - onset_s,
         "utilisation": float(hot.loc[hot.index >= onset_s, "tx_bps"].mean() / service),
         "jain": float(late.sum() ** 2 / (len(late) * (late ** 2).sum())),
-        "victim_ratio": float(victims["received"].sum() / victims["sent"].sum()),
+        "victim_ratio": _ratio(victims["received"].sum(), victims["sent"].sum()),
         "hotspot_loss_ratio": float(hot_streams["lost"].sum() / hot_streams["sent"].sum()),
         "loss_ratio": float(result.streams["lost"].sum() / result.streams["sent"].sum()),
         "control_bps": float(control["bytes_per_s"].max() * 8) if len(control) else 0.0,
@@ -236,6 +272,12 @@ def summary_row(result: SimResult) -> pd.DataFrame:
     table["events"] = result.run_info["events"]
     table["wall_seconds"] = result.run_info["wall_seconds"]
     return table
+
+
+def _ratio(part: float, whole: float) -> float:
+    """part / whole; NaN when there is no whole (e.g. a scenario whose every flow goes to the
+    hotspot has no victims), without numpy's warning."""
+    return float(part / whole) if whole else float("nan")
 
 
 def _drained_after(queue: pd.Series, threshold: int) -> float:
