@@ -2,9 +2,13 @@
 thresholds derived from the shared queue, the headroom of the link's delay and the largest
 frame, a 2:1 and a 5:1 incast lose nothing; the defaults lose frames at 5:1 and say so before the
 run; a pause is renewed while the receiver stays congested; paused time is counted within the
-run's duration; a lossless configuration that cannot be met is refused naming the queue."""
+run's duration; a lossless configuration that cannot be met is refused naming the queue; a
+lossless run's saved scenario reads back."""
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 import pytest
 
@@ -113,3 +117,10 @@ def test_the_hotspot_fabric_with_derived_pause_drops_nothing_inside_the_switches
 def test_a_lossless_configuration_that_cannot_be_met_is_refused(pause: dict, queue: str, message: str) -> None:
     with pytest.raises(UsageError, match=message.replace("(", r"\(").replace(")", r"\)")):
         sim.run(incast(5, pause, queue=queue))
+
+
+def test_a_lossless_run_s_saved_scenario_reads_back(tmp_path: Path) -> None:
+    sim.run(incast(2, {"lossless": True}, duration="1ms")).save(tmp_path)
+    saved = json.loads((tmp_path / "scenario.json").read_text())
+    assert saved["nodes"]["sw"]["pause"] == {"xoff": None, "xon": None, "quanta": 65535, "lossless": True}
+    assert parse_scenario(saved).nodes["sw"].pause.lossless

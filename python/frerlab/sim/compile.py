@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from frerlab.sim import lossless
-from frerlab.sim.schema import (CLASSES, BcnNetwork, Egress, Exponential, FecnNetwork, OnOff, QcnNetwork, Recovery,
-                                Scenario, Stream, UniformSize)
+from frerlab.sim.schema import (CLASSES, BcnNetwork, Egress, Exponential, FecnNetwork, OnOff, Pause, QcnNetwork,
+                                Recovery, Scenario, Stream, UniformSize)
 
 
 def _known(kind: str, name: str, known: Any) -> str:
@@ -68,7 +68,7 @@ def compile_spec(sc: Scenario) -> dict[str, Any]:
                 },
                 "failures": [[f.down, f.up] for f in link.failures],
                 "loss": {"model": "none"} if link.loss is None else link.loss.model_dump(),
-                "pause": None if pause is None else {"reverse": reverse, **pause.model_dump()},
+                "pause": None if pause is None else _pause(pause, reverse),
                 **_congestion_point(link.egress, sc.congestion if sc.nodes[src].kind == "switch" else None),
                 "rate_changes": [[c.at, c.rate] for c in link.rate_changes if c.toward in (None, dst)],
             })
@@ -89,6 +89,14 @@ def compile_spec(sc: Scenario) -> dict[str, Any]:
     }
     lossless.derive(spec)
     return spec
+
+
+def _pause(pause: Pause, reverse: int) -> dict[str, Any]:
+    """A link direction's PAUSE; `lossless` leaves its thresholds to frerlab.sim.lossless."""
+    if pause.lossless:
+        return {"reverse": reverse, "quanta": pause.quanta, "lossless": True}
+    xoff, xon = pause.thresholds()
+    return {"reverse": reverse, "xoff": xoff, "xon": xon, "quanta": pause.quanta}
 
 
 def _congestion_point(egress: Egress, network: QcnNetwork | BcnNetwork | FecnNetwork | None) -> dict[str, Any]:

@@ -112,8 +112,8 @@ class Pause(_Model):
     over the link and still wait in its egress queues; above `xoff` it sends PAUSE (`quanta`
     x 512 bit times) to the sender, at or below `xon` it sends XON (pause time 0)."""
 
-    xoff: Size = Field(PAUSE_XOFF_BYTES, ge=1, description="bytes above which PAUSE is sent")
-    xon: Size = Field(PAUSE_XON_BYTES, ge=0, description="bytes at or below which XON is sent")
+    xoff: Size | None = Field(None, ge=1, description=f"bytes above which PAUSE is sent (default {PAUSE_XOFF_BYTES})")
+    xon: Size | None = Field(None, ge=0, description=f"bytes at or below which XON is sent (default {PAUSE_XON_BYTES})")
     quanta: int = Field(MAX_PAUSE_QUANTA, ge=1, le=MAX_PAUSE_QUANTA, description="pause time, 512 bit times each")
     lossless: bool = Field(False, description="derive xoff and xon from the receiver's queues, the link's rate and "
                                               "delay and the largest frame, so that nothing is lost inside the "
@@ -121,12 +121,21 @@ class Pause(_Model):
 
     @model_validator(mode="after")
     def _xon_below_xoff(self) -> Pause:
-        if self.lossless and {"xoff", "xon"} & self.model_fields_set:
-            raise ValueError("pause: lossless: true derives xoff and xon; give either lossless or the thresholds, "
-                             "not both")
-        if self.xon >= self.xoff:
-            raise ValueError(f"pause xon {self.xon} bytes is out of range (0..{self.xoff - 1}, below xoff)")
+        if self.lossless:
+            if self.xoff is not None or self.xon is not None:
+                raise ValueError("pause: lossless: true derives xoff and xon; give either lossless or the thresholds, "
+                                 "not both")
+            return self
+        xoff, xon = self.thresholds()
+        if xon >= xoff:
+            raise ValueError(f"pause xon {xon} bytes is out of range (0..{xoff - 1}, below xoff)")
         return self
+
+    def thresholds(self) -> tuple[int, int]:
+        """xoff and xon in bytes, the defaults where not given (not for `lossless`, which derives
+        them from the network: frerlab.sim.lossless)."""
+        return (PAUSE_XOFF_BYTES if self.xoff is None else self.xoff,
+                PAUSE_XON_BYTES if self.xon is None else self.xon)
 
 
 class Node(_Model):
