@@ -3,7 +3,7 @@ thresholds derived from the shared queue, the headroom of the link's delay and t
 frame, a 2:1 and a 5:1 incast lose nothing; the defaults lose frames at 5:1 and say so before the
 run; a pause is renewed while the receiver stays congested; paused time is counted within the
 run's duration; a lossless configuration that cannot be met is refused naming the queue; a
-lossless run's saved scenario reads back."""
+lossless run's saved scenario reads back; a PAUSE deadlock does not hold the run open."""
 
 from __future__ import annotations
 
@@ -124,3 +124,25 @@ def test_a_lossless_run_s_saved_scenario_reads_back(tmp_path: Path) -> None:
     saved = json.loads((tmp_path / "scenario.json").read_text())
     assert saved["nodes"]["sw"]["pause"] == {"xoff": None, "xon": None, "quanta": 65535, "lossless": True}
     assert parse_scenario(saved).nodes["sw"].pause.lossless
+
+
+def test_a_pause_deadlock_in_a_ring_ends_the_run() -> None:
+    # Three switches in a ring, each host sending at line rate two hops round it: every ring link
+    # carries two flows into one, the switches pause each other in a cycle and nothing moves (a
+    # PAUSE deadlock). Renewals stop once the sources have stopped and no frame moves, so the
+    # pauses run out and the run ends instead of renewing them for ever.
+    nodes = {f"h{i}": {"kind": "host"} for i in range(3)} | {
+        f"s{i}": {"kind": "switch", "pause": {"xoff": "20KB", "xon": "10KB"}} for i in range(3)}
+    links = [{"name": f"a{i}", "a": f"h{i}", "b": f"s{i}", "rate": "10Gbps", "delay": "1us",
+              "egress": {"queue_limit": "1MB"}} for i in range(3)]
+    links += [{"name": f"r{i}", "a": f"s{i}", "b": f"s{(i + 1) % 3}", "rate": "10Gbps", "delay": "1us",
+               "egress": {"queue_limit": "1MB"}} for i in range(3)]
+    streams = [{"name": f"f{i}", "talker": f"h{i}", "listener": f"h{(i + 2) % 3}", "frame_size": 1500,
+                "rate": "10Gbps", "rate_layer": "l1", "paths": [[f"a{i}", f"r{i}", f"r{(i + 1) % 3}", f"a{(i + 2) % 3}"]]}
+               for i in range(3)]
+    result = sim.run({"name": "ring", "duration": "5ms", "interval": "1ms", "nodes": nodes, "links": links,
+                      "streams": streams})
+    ring = result.pause.set_index("port").loc[["r0:s0->s1", "r1:s1->s2", "r2:s2->s0"]]
+    assert (ring["xon_frames"] == 0).all() and (ring["paused_s"] > 0.9 * 5e-3).all(), ring
+    assert (result.streams["received"] < result.streams["sent"] / 4).all()
+    assert_conserved(result)
