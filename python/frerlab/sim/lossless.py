@@ -9,7 +9,7 @@ simulator's model, crates/sim/src/pause.rs). That count stays at or below xoff_i
 the headroom H_i is what can still arrive after the count crosses xoff_i: the frame that
 crossed it, then for the time the PAUSE takes to act (the frame already on the reverse wire, the
 64-byte PAUSE itself, the propagation delay) and the time the data already sent takes to arrive
-(the propagation delay and N's processing delay) at i's rate, plus the frame the sender has on the
+(the propagation delay and N's processing delay) at i's rate (its fastest, where it changes), plus the frame the sender has on the
 wire when the PAUSE reaches it. The simulator renews a pause halfway through its time, so the
 bound holds while the receiver stays congested. An egress queue (port, class) of limit L is then
 lossless when the ingresses that feed it have sum(xoff_i + H_i) <= L, and N's shared buffer S
@@ -25,6 +25,7 @@ ingresses that feed it: xoff_i = min over those of (limit / feeders - H_i), xon_
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from typing import Any
 
@@ -91,13 +92,15 @@ class _Fabric:
             return 0
         window_ps = (_wire_ps(reverse, self.largest.get(port["pause"]["reverse"], 0))
                      + _wire_ps(reverse, PAUSE_FRAME_BYTES) + 2 * port["delay"] + receiver["processing_delay"])
-        wire_bytes = window_ps * port["rate"] / (8 * PS_PER_S)
+        fastest = max([port["rate"], *(rate for _, rate in port["rate_changes"])])
+        wire_bytes = window_ps * fastest / (8 * PS_PER_S)
         # The frame size that takes the most buffer per byte of wire sets the worst case.
         smallest = self.smallest[ingress]
         per_wire_byte = max(_buffer(receiver, f) / (f + port["overhead"]) for f in (smallest, largest))
-        return int(-(-wire_bytes * per_wire_byte // 1)) + 2 * _buffer(receiver, largest)
+        return math.ceil(wire_bytes * per_wire_byte) + 2 * _buffer(receiver, largest)
 
     def pausing(self, ingress: int) -> bool:
+        """Whether frames arriving over `ingress` (-1: the node's own talkers) can be paused."""
         return ingress >= 0 and self.spec["ports"][ingress]["pause"] is not None
 
     def queues_of(self, node: int) -> list[tuple[int, int, int | None]]:
