@@ -44,6 +44,16 @@ def test_each_record_becomes_a_unit_with_its_raw_file_and_metrics(tmp_path):
     assert meta["kind"] == "import" and [i["file"] for i in meta["imported"]] == [str(udp), str(ping)]
 
 
+def test_iperf3_tcp_retransmits_come_into_the_unit_and_the_summary(tmp_path):
+    out = tmp_path / "old"
+    (added,) = import_into(out, [FIXTURES / "iperf3_tcp.json"], "frer")
+    stored = json.loads((out / "units" / added["unit"]["id"] / "result.json").read_text())
+    assert stored["metrics"]["retransmits"] == 11438
+    assert [i["retransmits"] for i in stored["detail"]["record"]["intervals"]] == [4279, 7159]
+    (group,) = json.loads((out / "summary.json").read_text())["groups"]
+    assert group["metrics"]["retransmits"]["mean"] == 11438
+
+
 def test_a_bad_file_imports_nothing_and_a_campaign_directory_is_refused(tmp_path):
     bad = tmp_path / "bad.txt"
     bad.write_text("not a tool's output\n")

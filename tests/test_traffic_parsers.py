@@ -51,6 +51,38 @@ def test_iperf3_tcp_reports_goodput_only():
     assert r.sent is None and r.lost is None and r.frame_size is None
 
 
+def test_iperf3_tcp_retransmits_are_the_senders_per_interval_and_in_total():
+    r = one(iperf3.parse_file(FIXTURES / "iperf3_tcp.json"))  # a real run over veth with retransmits
+    assert r.retransmits == 11438
+    assert [i.retransmits for i in r.intervals] == [4279, 7159]
+    udp = one(iperf3.parse_file(FIXTURES / "iperf3_udp_64B.json"))
+    assert udp.retransmits is None and {i.retransmits for i in udp.intervals} == {None}
+    # the client's text output (written by hand: loopback runs retransmit nothing): a Retr column per
+    # interval, the total on the sender line
+    text = """[ ID] Interval           Transfer     Bitrate         Retr  Cwnd
+[  5]   0.00-1.00   sec   112 MBytes   941 Mbits/sec   17    403 KBytes
+[  5]   1.00-2.00   sec   112 MBytes   942 Mbits/sec    0    421 KBytes
+- - - - - - - - - - - - - - - - - - - - - - - - -
+[ ID] Interval           Transfer     Bitrate         Retr
+[  5]   0.00-2.00   sec   224 MBytes   941 Mbits/sec   17             sender
+[  5]   0.00-2.00   sec   224 MBytes   940 Mbits/sec                  receiver
+"""
+    r = one(iperf3.parse_text(text, source="tcp.txt"))
+    assert (r.test, r.retransmits, [i.retransmits for i in r.intervals]) == ("tcp", 17, [17, 0])
+
+
+def test_iperf3_udp_text_payload_is_transfer_over_datagrams_where_that_determines_it():
+    # 244 KBytes (1024-based, +-0.5 KiB as printed) / 13883 datagrams: 17.96..18.03 bytes each
+    r = one(importer.import_file(FIXTURES / "iperf3_udp_64B_text.txt"))
+    assert (r.test, r.sent, r.payload_size, r.frame_size) == ("udp", 13883, 18, 64)
+    assert not any("payload" in w for w in r.warnings)
+    # 2.38 MBytes / 1698 datagrams: 1467..1472 bytes each (-l was 1472), so the size stays unknown
+    r = one(importer.import_file(FIXTURES / "iperf3_udp_1518B_text.txt"))
+    assert (r.payload_size, r.frame_size) == (None, None)
+    assert ("the UDP payload per datagram is unknown (transfer / datagrams allows 1467..1472 bytes at the "
+            "precision iperf3 prints), so the frame size is unknown too") in r.warnings
+
+
 def test_iperf3_error_document_is_refused_with_its_message():
     with pytest.raises(ParseError, match="unable to connect"):
         iperf3.parse(json.dumps({"start": {}, "end": {}, "error": "unable to connect to server"}), source="x.json")
@@ -99,6 +131,20 @@ def test_sockperf_full_log_statistics_from_every_message():
     assert (r.latency.min_us, r.latency.max_us) == (values[0], values[-1])
     assert r.latency.percentiles_us["50"] == values[774]
     assert sum(i.frames for i in r.intervals) == 1549
+
+
+def test_sockperf_truncated_full_log_is_flagged_with_both_counts(tmp_path, capsys):
+    lines = (FIXTURES / "sockperf_fulllog_64B.csv").read_text().splitlines(keepends=True)
+    header = next(k for k, line in enumerate(lines) if line.startswith("packet, txTime"))
+    cut = tmp_path / "fulllog_cut.csv"
+    cut.write_text("".join(lines[:header + 1 + 1000]) + "1000, 3.4024")  # 1000 rows and a torn one
+    r = one(sockperf.parse_file(cut))
+    assert (r.received, r.latency.samples) == (1000, 1000)
+    assert ("the --full-log holds 1000 message rows but its summary counts 1549 observations: the log is "
+            "truncated, and the statistics are of its 1000 rows only") in r.warnings
+    assert one(sockperf.parse_file(FIXTURES / "sockperf_fulllog_64B.csv")).warnings == []
+    assert main(["import", str(cut)]) == 0
+    assert "warning: the --full-log holds 1000 message rows but its summary counts 1549" in capsys.readouterr().out
 
 
 def test_sockperf_garbage_names_what_was_expected():

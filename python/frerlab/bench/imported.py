@@ -99,7 +99,8 @@ def metrics(record: TrafficRecord) -> dict[str, float | None]:
         "throughput_mbps": None if r.payload_bps is None else r.payload_bps / 1e6,
         "l2_mbps": None if r.l2_bps is None else r.l2_bps / 1e6,
         "frames_per_s": r.frames_per_s, "loss_percent": r.loss_percent, "lost": r.lost,
-        "duplicates": r.duplicates, "reordered": r.reordered, "jitter_ms": r.jitter_ms}
+        "duplicates": r.duplicates, "reordered": r.reordered, "retransmits": r.retransmits,
+        "jitter_ms": r.jitter_ms}
     if r.latency:
         found |= {"mean_us": r.latency.mean_us, "min_us": r.latency.min_us, "max_us": r.latency.max_us,
                   "samples": r.latency.samples}

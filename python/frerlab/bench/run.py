@@ -41,7 +41,7 @@ HEADLINES = {
     "recovery": ("recovery_ms", "lost_during_overload"),
     "failover": ("lost", "duplicates", "passed"),
     "threshold_sweep": ("zero_loss_threshold_load", "loss_onset_load"),
-    "import": ("throughput_mbps", "frames_per_s", "loss_percent", "mean_us", "p99_9_us"),
+    "import": ("throughput_mbps", "frames_per_s", "loss_percent", "retransmits", "mean_us", "p99_9_us"),
 }
 
 

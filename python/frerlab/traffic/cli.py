@@ -333,7 +333,7 @@ def _recv(args: argparse.Namespace) -> int:
     if args.report_json:
         print(json.dumps(report))
     else:
-        text = "\n".join(_describe(r) + "".join(f"\n  warning: {w}" for w in r.warnings) for r in records)
+        text = "\n".join(map(_describe_with_warnings, records))
         emit(args, records_data(records), text or "no probe frames received")
     return 0
 
@@ -356,12 +356,17 @@ def _import(args: argparse.Namespace) -> int:
         records.extend(importer.import_file(path))
     if args.output:
         write_atomic(args.output, dump_records(records))
-    emit(args, records_data(records), "\n".join(_describe(r) for r in records) or None)
+    emit(args, records_data(records), "\n".join(map(_describe_with_warnings, records)) or None)
     return 0
 
 
 def _fmt(value: float | int | None, spec: str = "") -> str:
     return "-" if value is None else format(value, spec)
+
+
+def _describe_with_warnings(r: TrafficRecord) -> str:
+    """The record's paragraph and a line per warning."""
+    return _describe(r) + "".join(f"\n  warning: {w}" for w in r.warnings)
 
 
 def _describe(r: TrafficRecord) -> str:
@@ -380,6 +385,8 @@ def _describe(r: TrafficRecord) -> str:
         )
     elif r.payload_bps is not None:
         parts.append(f"payload {r.payload_bps / 1e6:.2f} Mbit/s")
+    if r.retransmits is not None:
+        parts.append(f"TCP retransmits {r.retransmits}")
     if r.jitter_ms is not None:
         parts.append(f"jitter (RFC 3550 estimate, not latency) {r.jitter_ms:.4f} ms")
     if r.gaps:

@@ -90,6 +90,7 @@ class Interval(_Record):
     lost: Count | None = None
     duplicates: Count | None = None
     reordered: Count | None = None
+    retransmits: Count | None = None
     latency: Latency | None = None
 
 
@@ -109,6 +110,7 @@ class TrafficRecord(_Record):
     loss_percent: Amount | None = None
     duplicates: Count | None = None
     reordered: Count | None = None
+    retransmits: Count | None = Field(None, description="TCP segments the sender retransmitted (iperf3)")
     frames_per_s: Amount | None = None
     payload_bps: Amount | None = Field(None, description="payload bits per second (goodput)")
     l2_bps: Amount | None = Field(None, description="frame bits per second, FCS included")

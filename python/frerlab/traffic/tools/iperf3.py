@@ -5,16 +5,22 @@ Sizes and rates the way iperf3 counts them: `-l` is the UDP payload (frame - 46 
 IPv4 frame) and `-b` counts payload bits, so a frame rate f at frame size F becomes
 `-b f * (F - 46) * 8`. Loss comes from the receiver's counts that iperf3 reports back to the
 client (`lost_packets`); `jitter_ms` is RFC 3550's smoothed estimate, not a latency, and iperf3
-measures no latency at all.
+measures no latency at all. TCP retransmits are the sender's, per interval and in total.
+
+The text output names no `-l`: the UDP payload per datagram is derived from the bytes and
+datagrams sent (transfer / datagrams), where the transfer as printed (KBytes, MBytes: 1024-based,
+3 significant digits) leaves one whole size; otherwise it stays unknown and a warning says so.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 import subprocess
 import time
 from collections.abc import Sequence
+from fractions import Fraction
 from pathlib import Path
 
 from frerlab.traffic.record import UDP_OVERHEAD, Interval, TrafficRecord, loss_percent
@@ -83,6 +89,7 @@ def parse(text: str, source: str | None = None) -> list[TrafficRecord]:
         Interval(
             start_s=i["sum"]["start"], duration_s=i["sum"]["seconds"],
             frames=i["sum"].get("packets"), payload_bps=i["sum"]["bits_per_second"],
+            retransmits=i["sum"].get("retransmits"),
         )
         for i in doc.get("intervals", [])
     ]
@@ -100,9 +107,8 @@ def parse(text: str, source: str | None = None) -> list[TrafficRecord]:
             lost = None
         received = sent - lost if sent is not None and lost is not None else None
         reordered = sum(st["udp"].get("out_of_order", 0) for st in end.get("streams", []) if "udp" in st)
-        frame = payload + UDP_OVERHEAD if payload else None
         return [TrafficRecord(
-            tool="iperf3", test="udp", source=source, frame_size=frame, payload_size=payload,
+            tool="iperf3", test="udp", source=source, frame_size=_frame_size(payload), payload_size=payload,
             duration_s=seconds, sent=sent, received=received, lost=lost,
             loss_percent=loss_percent(sent, lost), reordered=reordered,
             frames_per_s=received / seconds if received is not None and seconds else None,
@@ -112,22 +118,28 @@ def parse(text: str, source: str | None = None) -> list[TrafficRecord]:
     sent = end.get("sum_sent", {})
     if not received and not sent:
         raise ParseError(f"{where}: iperf3 TCP output without 'sum_sent' or 'sum_received' in 'end'")
-    if sent.get("retransmits"):
-        warnings.append(f"{sent['retransmits']} TCP retransmits")
     return [TrafficRecord(
         tool="iperf3", test="tcp", source=source, payload_size=None,
-        duration_s=received.get("seconds") or sent.get("seconds"),
+        duration_s=received.get("seconds") or sent.get("seconds"), retransmits=sent.get("retransmits"),
         payload_bps=received.get("bits_per_second"), intervals=intervals, warnings=warnings,
     )]
+
+
+def _frame_size(payload: int | None) -> int | None:
+    """The untagged IPv4 frame (FCS included) of a UDP datagram of `payload` bytes (iperf3's -l)."""
+    return payload + UDP_OVERHEAD if payload else None
 
 
 # One line of iperf3's text report: "[  5]   0.00-10.00  sec  1.10 GBytes   941 Mbits/sec ..." and,
 # in the summary, the rest of the line and "sender" or "receiver" at its end.
 _TEXT_LINE = re.compile(
-    r"^\[\s*(?P<id>\d+|SUM)\]\s+(?P<start>[\d.]+)-(?P<end>[\d.]+)\s+sec\s+[\d.]+\s+[KMGT]?Bytes\s+"
+    r"^\[\s*(?P<id>\d+|SUM)\]\s+(?P<start>[\d.]+)-(?P<end>[\d.]+)\s+sec\s+"
+    r"(?P<transfer>[\d.]+)\s+(?P<transfer_unit>[KMGT]?)Bytes\s+"
     r"(?P<rate>[\d.]+)\s+(?P<unit>[KMGT]?)bits/sec(?P<rest>.*?)\s*(?P<side>sender|receiver)?\s*$"
 )
 _UDP_REST = re.compile(r"(?P<jitter>[\d.]+)\s+ms\s+(?P<lost>-?\d+)/(?P<total>\d+)\s+\(")
+# iperf3 prints a transfer in bytes of 1024-based units (unit_snprintf's 'A' format)
+_TRANSFER_UNIT = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
 
 
 def looks_like_text(text: str) -> bool:
@@ -143,10 +155,43 @@ def _text_rate(line: re.Match) -> int:
         raise ParseError(str(err)) from None
 
 
+def _leading_count(rest: str) -> int | None:
+    """The first word after a line's rate as a whole number (a UDP interval's datagrams, a TCP
+    line's retransmits), None if it is not one."""
+    words = rest.split()
+    return int(words[0]) if words and words[0].isdigit() else None
+
+
+def _payload_bounds(line: re.Match, datagrams: int) -> tuple[int, int]:
+    """The whole UDP payload sizes (bytes per datagram) that agree with a line's transfer, as
+    printed (rounded to its last digit), carried in `datagrams` datagrams."""
+    printed = Fraction(line["transfer"])
+    half_digit = Fraction(1, 2 * 10 ** len(line["transfer"].partition(".")[2]))
+    unit = _TRANSFER_UNIT[line["transfer_unit"]]
+    return (math.ceil((printed - half_digit) * unit / datagrams),
+            math.floor((printed + half_digit) * unit / datagrams))
+
+
+def _udp_payload(sent_lines: list[tuple[re.Match, int]]) -> tuple[int | None, str | None]:
+    """The UDP payload per datagram (iperf3's -l: payload, not the L2 frame) from lines pairing
+    the bytes sent with the datagrams sent; or None and a warning saying why it is unknown."""
+    bounds = [_payload_bounds(line, datagrams) for line, datagrams in sent_lines if datagrams]
+    if bounds:
+        low, high = max(b[0] for b in bounds), min(b[1] for b in bounds)
+        if low == high:
+            return low, None
+        why = (f"transfer / datagrams allows {low}..{high} bytes at the precision iperf3 prints" if low < high else
+               f"by transfer / datagrams one line needs at least {low} bytes and another at most {high}")
+    else:
+        why = "no line gives the bytes sent in one or more datagrams"
+    return None, f"the UDP payload per datagram is unknown ({why}), so the frame size is unknown too"
+
+
 def parse_text(text: str, source: str | None = None) -> list[TrafficRecord]:
     """One record from iperf3's client text output (TCP or UDP; the `[SUM]` lines when -P ran
     several streams). iperf3 prints rates to 3 significant digits, so the figures are only that
-    precise; the record says so in its warnings."""
+    precise; the record says so in its warnings. A UDP record's payload and frame size are
+    transfer / datagrams where that leaves one whole size (else a warning)."""
     where = source or "iperf3 output"
     lines = [m for m in map(_TEXT_LINE.match, text.splitlines()) if m]
     several = any(m["id"] == "SUM" for m in lines)
@@ -159,26 +204,33 @@ def parse_text(text: str, source: str | None = None) -> list[TrafficRecord]:
     # a UDP interval line ends in its datagram count; a TCP one in retransmits and window
     intervals = [
         Interval(start_s=float(m["start"]), duration_s=float(m["end"]) - float(m["start"]),
-                 frames=int(m["rest"]) if udp and m["rest"].strip().isdigit() else None,
-                 payload_bps=_text_rate(m))
+                 frames=_leading_count(m["rest"]) if udp else None,
+                 retransmits=None if udp else _leading_count(m["rest"]), payload_bps=_text_rate(m))
         for m in lines if not m["side"]
     ]
     warnings = ["iperf3 text output: rates are as printed, to 3 significant digits"]
     seconds = float(received["end"]) - float(received["start"])
     rate = _text_rate(received)
     if udp is None:
-        retransmits = summary["sender"]["rest"].split() if "sender" in summary else []
-        if retransmits and retransmits[0].isdigit() and int(retransmits[0]):
-            warnings.append(f"{retransmits[0]} TCP retransmits")
+        retransmits = _leading_count(summary["sender"]["rest"]) if "sender" in summary else None
         return [TrafficRecord(tool="iperf3", test="tcp", source=source, duration_s=seconds, payload_bps=rate,
-                              intervals=intervals, warnings=warnings)]
+                              retransmits=retransmits, intervals=intervals, warnings=warnings)]
     sender = _UDP_REST.search(summary["sender"]["rest"]) if "sender" in summary else None
     sent, lost = int((sender or udp)["total"]), int(udp["lost"])
+    # the client's interval lines (a receiver's, with -R, count no datagrams sent) and the sender
+    # summary pair the bytes sent with the datagrams sent
+    sent_lines = [(m, n) for m in lines if not m["side"] and (n := _leading_count(m["rest"])) is not None]
+    if sender:
+        sent_lines.append((summary["sender"], sent))
+    payload, unknown = _udp_payload(sent_lines)
+    if unknown:
+        warnings.append(unknown)
     if lost < 0:
         warnings.append(f"iperf3 reported {lost} lost packets (negative: its counters disagree); loss is left unknown")
     known = lost if lost >= 0 else None
     return [TrafficRecord(
-        tool="iperf3", test="udp", source=source, duration_s=seconds, sent=sent,
+        tool="iperf3", test="udp", source=source, frame_size=_frame_size(payload), payload_size=payload,
+        duration_s=seconds, sent=sent,
         received=sent - known if known is not None else None, lost=known, loss_percent=loss_percent(sent, known),
         payload_bps=rate, jitter_ms=float(udp["jitter"]), intervals=intervals, warnings=warnings,
     )]

@@ -7,7 +7,8 @@ statistics cover the `[Valid Duration]` (warm-up excluded). In under-load mode t
 replies to one message in `--reply-every` (default 100), so "received" replies are far fewer than
 sent messages by design: loss is sockperf's own `# dropped messages` (sequence gaps in the
 replies), never sent - received. Throughput mode's "MBps" and "Mbps" are 2^20-based: payload
-bit/s = MBps * 1048576 * 8.
+bit/s = MBps * 1048576 * 8. A `--full-log` has one row per observation its summary counts; one
+with fewer rows (a truncated log) is read with a warning naming both counts.
 """
 
 from __future__ import annotations
@@ -166,7 +167,8 @@ def _latency(values: list[float], kind: str) -> Latency:
 
 def parse_full_log(text: str, source: str | None = None, interval_s: float = 1.0) -> list[TrafficRecord]:
     """A record from a `--full-log` file: latency statistics computed from every message's
-    latency column, and a per-interval series by transmit time."""
+    latency column, and a per-interval series by transmit time; a warning if the log holds
+    fewer rows than the observations its summary counts."""
     where = source or "sockperf full log"
     text = _clean(text)
     header = _find(r"packet, txTime\(sec\), rxTime\(sec\), (latency|rtt)\(usec\)", text)
@@ -180,6 +182,12 @@ def parse_full_log(text: str, source: str | None = None, interval_s: float = 1.0
             rows.append((int(parts[0]), float(parts[1]), float(parts[3])))
     if not rows:
         raise ParseError(f"{where}: the --full-log file has a header but no message rows")
+    warnings = []
+    observations = _find(r"Total (\d+) observations", text)
+    if observations and len(rows) < int(observations.group(1)):
+        warnings.append(f"the --full-log holds {len(rows)} message rows but its summary counts "
+                        f"{observations.group(1)} observations: the log is truncated, and the statistics are of "
+                        f"its {len(rows)} rows only")
     size = _find(r"--msg-size=(\d+)", text)
     payload = int(size.group(1)) if size else None
     t0 = rows[0][1]
@@ -197,6 +205,7 @@ def parse_full_log(text: str, source: str | None = None, interval_s: float = 1.0
             Interval(start_s=k * interval_s, duration_s=interval_s, frames=len(v), latency=_latency(v, kind))
             for k, v in sorted(buckets.items())
         ],
+        warnings=warnings,
     ).with_rates()]
 
 
