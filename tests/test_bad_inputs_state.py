@@ -231,8 +231,10 @@ CHOICE = """module tiny-sid {
 
 
 @pytest.mark.parametrize("identity, expected", [
-    ({"index": 1}, "a mandatory choice has none of its cases at /tiny-sid:stream-identity/0"),
-    ({"index": 2, "bogus": 1}, "RawMemberError: /tiny-sid:stream-identity=2/bogus"),
+    ({"index": 1}, "/tiny-sid:stream-identity[index=1]: missing-data: the mandatory choice identification has none "
+                   "of its cases"),
+    ({"index": 2, "bogus": 1}, "/tiny-sid:stream-identity[index=2]/bogus: no node of the loaded modules has this name "
+                               "(RawMemberError)"),
 ])
 def test_yang_validate_of_a_missing_mandatory_choice_is_one_clear_error(tmp_path, capsys, identity, expected):
     (tmp_path / "yang").mkdir()

@@ -90,7 +90,7 @@ SCHEMA = {
             "down": SIDE("9.1.4.1-9.1.4.4 down"), "up": SIDE("9.1.4.5-9.1.4.8 up")}, "sid choice parameters, 9.1.4"),
         "ip-stream-identification": container({
             "destination-mac": leaf(MAC, "9.1.5.1"), "tagged": leaf(VLAN_TAGGED, "9.1.5.2"),
-            "vlan": leaf(VID, "9.1.5.3"), "ip-source": leaf(("ip",), "9.1.5.4 inet:ip-address"),
+            "vlan": leaf(VID, "9.1.5.3 (0: no VLAN tag)"), "ip-source": leaf(("ip",), "9.1.5.4 inet:ip-address"),
             "ip-destination": leaf(("ip",), "9.1.5.5 inet:ip-address"),
             "dscp": leaf(("uint8", 0, 63), "9.1.5.6 inet:dscp (64 = ignore cannot be written: omitted)"),
             "next-protocol": leaf(("enum", ("none", "udp", "tcp", "sctp")), "9.1.5.7"),
@@ -176,6 +176,8 @@ def check(schema, value, path, refs):
         _check_leaf(schema["type"], value, path, refs)
     elif kind == "leaf-list":
         assert isinstance(value, list) and len(value) >= schema.get("min_elements", 0), f"{path}: {value!r}"
+        assert len(set(map(json.dumps, value))) == len(value), \
+            f"{path}: {value!r} repeats a value (RFC 7950 7.7: a configuration leaf-list's values are unique)"
         for item in value:
             _check_leaf(schema["type"], item, path, refs)
     elif kind == "container":
@@ -232,6 +234,7 @@ def test_the_schema_check_catches_what_it_is_for():
         (lambda d: d[f"{SID}:stream-identity"][1].update({"index": 1}), "not unique"),
         (lambda d: d[f"{FRER}:frer"]["sequence-recovery"][0].update({"stream": [9]}), "refers to no handle"),
         (lambda d: d[f"{FRER}:frer"]["sequence-recovery"][0].update({"history_length": 3}), "are not nodes"),
+        (lambda d: d[f"{FRER}:frer"]["sequence-recovery"][0].update({"port": ["down", "down"]}), "repeats a value"),
     ]:
         bad = copy.deepcopy(data)
         change(bad)
@@ -247,7 +250,8 @@ def test_absent_leaves_take_the_modules_defaults_on_import():
         del rec[name]
     for name in ("period", "reset-period"):
         del rec["latent-error-detection-parameters"][name]
-    _, cfg = import_yang(data, "test")
+    _, cfg, notes = import_yang(data, "test")
+    assert any("reset-timeout: absent" in n and "no timeout" in n for n in notes), notes
     got = cfg.sequence_recovery[0]
     assert got.history_length == rec_schema["history-length"]["default"] == 2
     assert got.take_no_sequence is rec_schema["take-no-sequence"]["default"] is False
@@ -318,16 +322,16 @@ BAD = {
         "stream-split[port=down]/direction-out-facing: false (in-facing) is not implemented"),
     "mask-and-match": (
         lambda d: d[f"{SID}:stream-identity"][0].update({"mask-and-match-stream-identification": {}}),
-        "stream-identity/mask-and-match-stream-identification: mask-and-match identification (802.1CBdb) is in "
-        "frerlab's core but is not implemented by frerlab's data plane"),
+        "stream-identity[index=1]/mask-and-match-stream-identification: mask-and-match identification (802.1CBdb) "
+        "is in frerlab's core but is not implemented by frerlab's data plane"),
     "lan-path-id": (lambda d: d[f"{SID}:stream-identity"][0].update({f"{FRER}:lan-path-id": 1}),
                     f"stream-identity[index=1]/{FRER}:lan-path-id: 1 matches the LanId/PathId of HSR or PRP frames, "
                     "whose encapsulation is not implemented by frerlab's data plane (r-tag only); valid: -1"),
     "path-id-lan-id": (
         lambda d: d[f"{FRER}:frer"].update({"sequence-identification": [
             {"port": "down", "direction-out-facing": True, "stream": [1], "active": True, "path-id-lan-id": 1}]}),
-        "sequence-identification/path-id-lan-id: path-id-lan-id is used only with the HSR sequence tag or PRP "
-        "trailer (10.5.1.6)"),
+        "sequence-identification[port=down]/path-id-lan-id: path-id-lan-id is used only with the HSR sequence tag "
+        "or PRP trailer (10.5.1.6)"),
     "unknown leaf": (lambda d: d[f"{SID}:stream-identity"][1]["ip-stream-identification"].update({"ttl": 1}),
                      "stream-identity[index=2]/ip-stream-identification/ttl: not a node frerlab reads (valid: "
                      "destination-mac, tagged"),
@@ -446,7 +450,7 @@ def test_validate_checks_frerlabs_own_module_and_names_a_missing_one(tmp_path, y
     assert rc == 0, out.err
     node["frerlab-dataplane:node"]["port-settings"] = [{"port": "pa", "pvid": 5000}]
     rc, out = _validate(tmp_path, node, yang_dir, capsys)
-    assert rc == 2 and "pvid} invalid-type: not in range" in out.err
+    assert rc == 2 and "/frerlab-dataplane:node/port-settings[port=pa]/pvid: invalid-type: not in range" in out.err
     rc, out = _validate(tmp_path, _sw2(), yang_dir, capsys)
     assert rc == 2 and "YANG module ietf-interfaces is not in" in out.err
     rc = main(["config", "validate", str(tmp_path / "data.json"), "--yang-dir", str(tmp_path / "none")])

@@ -53,11 +53,28 @@ def _mac(value: str) -> str:
     return value.lower().replace("-", ":")
 
 
+def _distinct(what: str, advice: str) -> AfterValidator:
+    """A validator refusing a list that names a value twice (the YANG leaf-lists of the
+    export hold distinct values, and the data plane adds port bits, so a repeat would
+    name another port)."""
+    def check(values: list) -> list:
+        seen = set()
+        for value in values:
+            if value in seen:
+                raise ValueError(f"{what} {value} is listed twice; {advice}")
+            seen.add(value)
+        return values
+    return AfterValidator(check)
+
+
 Mac = Annotated[str, AfterValidator(_mac)]
 Vid = Annotated[int, Field(ge=0, le=4095)]
 Port = pydantic_name("port", MAX_IFNAME)
 #: A port of the node: an interface name, not frerlab's own pseudo-port.
 OwnPort = pydantic_name("port", MAX_IFNAME, reserved=(LOCAL,))
+#: Lists of distinct ports and stream handles.
+Ports = Annotated[list[Port], _distinct("port", "list each port once")]
+Handles = Annotated[list[int], _distinct("stream", "list each stream once")]
 #: Longest list of ports, streams or entries in one configuration (checked before compiling).
 MAX_ENTRIES = layout.MAX_STREAMS
 
@@ -76,8 +93,8 @@ class Facing(_Model):
     dmac-vlan identity); in-facing `output-port`, received frames going towards the
     forwarding function, above the port's out-facing functions."""
 
-    input_port: list[Port] = Field(default_factory=list, max_length=layout.MAX_PORTS)
-    output_port: list[Port] = Field(default_factory=list, max_length=layout.MAX_PORTS)
+    input_port: Ports = Field(default_factory=list, max_length=layout.MAX_PORTS)
+    output_port: Ports = Field(default_factory=list, max_length=layout.MAX_PORTS)
 
 
 class NullId(_Model):
@@ -225,7 +242,7 @@ class SequenceGeneration(_Model):
     side (`direction-out-facing: false`, the only value it implements)."""
 
     index: int = Field(ge=0)
-    stream: list[int] = Field(min_length=1, max_length=MAX_ENTRIES)
+    stream: Handles = Field(min_length=1, max_length=MAX_ENTRIES)
     direction_out_facing: bool = False
 
     @model_validator(mode="after")
@@ -337,6 +354,9 @@ class SequenceRecovery(_Model):
         if self.latent_error_detection and self.latent_error_detection_parameters is None:
             raise ValueError(f"sequence-recovery {self.index}: latent-error-detection true needs "
                              "latent-error-detection-parameters with difference and paths (no default in 10.4.1.12)")
+        if self.frame_rate is not None and float(f"{self.frame_rate:.3f}") != self.frame_rate:
+            raise ValueError(f"sequence-recovery {self.index}: frame-rate {self.frame_rate!r} has more than 3 "
+                             "decimal places (frames/s to the thousandth, as the export's decimal64 holds it)")
         if not self.direction_out_facing:
             raise ValueError(f"sequence-recovery {self.index}: direction-out-facing false (in-facing) is not "
                              "implemented by the data plane, whose recovery functions sit on the out-facing side "
@@ -349,8 +369,8 @@ class SequenceIdentification(_Model):
     """sequence-identification: whether `stream` leaves `port` with an R-TAG (active: the
     sequence encode function) or without (passive); out-facing, R-TAG only."""
 
-    port: list[Port] = Field(min_length=1, max_length=layout.MAX_PORTS)
-    stream: list[int] = Field(min_length=1, max_length=MAX_ENTRIES)
+    port: Ports = Field(min_length=1, max_length=layout.MAX_PORTS)
+    stream: Handles = Field(min_length=1, max_length=MAX_ENTRIES)
     active: bool = True
     encapsulation: Literal["r-tag"] = "r-tag"
 
@@ -376,16 +396,21 @@ class StreamSplit(_Model):
     copy per path, each with its own VLAN)."""
 
     port: Port
-    input_id: list[int] = Field(min_length=1, max_length=MAX_ENTRIES)
-    output_id: list[int] = Field(min_length=1, max_length=layout.MAX_OUTPUTS)
+    input_id: Handles = Field(min_length=1, max_length=MAX_ENTRIES)
+    output_id: Handles = Field(min_length=1, max_length=layout.MAX_OUTPUTS)
 
 
 class StreamForwarding(_Model):
     """frerlab: the ports a stream's frames leave by (802.1Q forwarding, which 802.1CB leaves
-    to the bridge); more than one port replicates. `local` hands it to this host."""
+    to the bridge), each once; more than one port replicates. `local` hands it to this host.
+    Several copies out of one port are a stream split there (StreamSplit)."""
 
     stream: int
-    output_port: list[Port] = Field(min_length=1, max_length=layout.MAX_OUTPUTS)
+    output_port: Annotated[list[Port], _distinct("output-port", (
+        "a stream leaves a port once, as a bridge forwards it; for a copy per path out of one port, split "
+        "it there: stream-split {port, input-id: [the stream], output-id: [a member per copy]}, each member "
+        "with a dmac-vlan-stream-identification out-facing on that port"))] = Field(
+        min_length=1, max_length=layout.MAX_OUTPUTS)
 
 
 class NodeConfig(_Model):
@@ -396,7 +421,8 @@ class NodeConfig(_Model):
     hook: Literal["tc", "xdp", "auto"] = Field("tc", description="frerlab: what runs the frames the "
                                                "node receives (docs/dataplane.md, XDP)")
     ports: list[OwnPort] = Field(min_length=1, max_length=layout.MAX_PORTS)
-    bridge_ports: list[OwnPort] = Field(default_factory=list, max_length=layout.MAX_PORTS)
+    bridge_ports: Annotated[list[OwnPort], _distinct("port", "list each port once")] = Field(
+        default_factory=list, max_length=layout.MAX_PORTS)
     port_settings: list[PortSettings] = Field(default_factory=list, max_length=layout.MAX_PORTS)
     stream_identity: list[StreamIdentity] = Field(default_factory=list, max_length=layout.MAX_POSITIONS)
     sequence_generation: list[SequenceGeneration] = Field(default_factory=list, max_length=MAX_ENTRIES)
