@@ -31,7 +31,7 @@ LAYERS = {
     "kernel": ("bpfsys", "netns"),
     "elements": ("dataplane", "impair"),
     "systems": ("testbed", "traffic", "capture", "remote", "dataplane.twopath"),
-    "studies": ("bench", "sim", "config", "crosscheck"),
+    "studies": ("bench", "sim", "net", "config", "crosscheck"),
     "pages": ("report",),
     "command": ("cli", "demo"),
 }

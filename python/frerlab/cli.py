@@ -21,6 +21,7 @@ from frerlab.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, ToolFailed
 AREAS = [
     "frerlab.demo",
     "frerlab.sim.cli",
+    "frerlab.net.cli",
     "frerlab.traffic.cli",
     "frerlab.dataplane.cli",
     "frerlab.config.cli",

@@ -116,6 +116,8 @@ struct Recovery {
     node: u32,
     ingress: Option<u32>,
     individual: bool,
+    /// Passed frames keep their R-TAG (`RecoverySpec::keep_tag`).
+    keep_tag: bool,
     function: SequenceRecovery,
 }
 
@@ -271,6 +273,7 @@ impl Simulation {
                     node: r.node,
                     ingress: r.ingress,
                     individual: r.individual,
+                    keep_tag: r.keep_tag,
                     function,
                 });
             }
@@ -600,7 +603,7 @@ impl Simulation {
                 self.free_packets.push(packet_id);
                 return false;
             }
-            if !r.individual && packet.rtag.take().is_some() {
+            if !r.individual && !r.keep_tag && packet.rtag.take().is_some() {
                 packet.bytes -= stream.rtag_bytes;
             }
         }
@@ -945,6 +948,7 @@ impl Simulation {
                     &self.nodes[r.node as usize].name,
                     ingress,
                     r.individual,
+                    r.keep_tag,
                     r.function.counters(),
                 ));
             }

@@ -408,6 +408,8 @@ pub struct FrerRow {
     pub ingress: Option<String>,
     /// Individual recovery.
     pub individual: bool,
+    /// Passed frames keep their R-TAG (a relay that recovers and replicates again).
+    pub keep_tag: bool,
     /// Its clause-10 counters, flattened into the row under their own names.
     #[serde(flatten)]
     pub counters: RecoveryCounters,
@@ -420,6 +422,7 @@ impl FrerRow {
         node: &str,
         ingress: Option<String>,
         individual: bool,
+        keep_tag: bool,
         counters: &RecoveryCounters,
     ) -> Self {
         FrerRow {
@@ -427,6 +430,7 @@ impl FrerRow {
             node: node.to_string(),
             ingress,
             individual,
+            keep_tag,
             counters: *counters,
         }
     }

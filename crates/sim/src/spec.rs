@@ -265,6 +265,12 @@ pub struct RecoverySpec {
     /// Individual recovery (7.5): leaves the R-TAG on for a later sequence recovery.
     #[serde(default)]
     pub individual: bool,
+    /// A sequence recovery function whose passed frames keep their R-TAG: a relay that
+    /// recovers and forwards the frame with the same sequence number, to be replicated and
+    /// recovered again further on (the relay's sequence encode function active on its output
+    /// ports, 802.1CB 7.6). Without it a sequence recovery function takes the R-TAG off.
+    #[serde(default)]
+    pub keep_tag: bool,
     /// frerSeqRcvyTakeNoSequence.
     #[serde(default)]
     pub take_no_sequence: bool,

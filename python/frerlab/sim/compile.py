@@ -162,13 +162,18 @@ def _compile_stream(s: Stream, node_index: dict, links: dict, port_index: dict) 
     # The paths form a tree: a shared beginning is one hop, so a frame is copied where paths
     # part. With FRER, copies are made at the sequence generation node: from there on each
     # path carries its own copy, even over a link the paths share (e.g. a talker's one NIC).
+    # A recovery function that keeps the R-TAG (`keep_tag`) replicates again: it ends a
+    # segment of the paths, and paths that take the same links from one such node (or the
+    # generation) to the next are one member stream there, one copy; only the last segment,
+    # to the listener, is one copy per path.
     split_at = s.frer.sequence_generation if s.frer else None
     hops: list[dict] = []
     children: dict[int, list[int]] = {-1: []}
-    trie: dict[tuple[int, ...], int] = {}
+    trie: dict[tuple, int] = {}
     for number, path in enumerate(s.paths or [shortest_path(s, links)]):
         at, parent, split = s.talker, -1, False
-        for link_name in path:
+        ends = _segment_ends(s, path, links)
+        for i, link_name in enumerate(path):
             link = links.get(link_name)
             if link is None:
                 raise ValueError(f"stream {s.name}: path {path}: " + _known("link", link_name, links))
@@ -177,7 +182,9 @@ def _compile_stream(s: Stream, node_index: dict, links: dict, port_index: dict) 
             split = split or at == split_at
             port = port_index[(link_name, at)]
             at = link.b if at == link.a else link.a
-            key = (parent, port, number) if split else (parent, port)
+            end = next((e for e in ends if e >= i), None)
+            member = number if end is None else tuple(path[i:end + 1])
+            key = (parent, port, member) if split else (parent, port)
             if key not in trie:
                 trie[key] = len(hops)
                 hops.append({"port": port, "next": []})
@@ -208,11 +215,29 @@ def _compile_stream(s: Stream, node_index: dict, links: dict, port_index: dict) 
     return spec
 
 
+def _segment_ends(s: Stream, path: list[str], links: dict) -> list[int]:
+    """The indices of the links of `path` over which a numbered frame arrives at a recovery
+    function that keeps its R-TAG (and replicates it again)."""
+    if s.frer is None or not any(r.keep_tag for r in s.frer.sequence_recovery):
+        return []
+    ends, at, numbered = [], s.talker, s.talker == s.frer.sequence_generation
+    for i, link_name in enumerate(path):
+        link = links.get(link_name)
+        if link is None or at not in (link.a, link.b):
+            return ends  # the caller names the broken path
+        at = link.b if at == link.a else link.a
+        numbered |= at == s.frer.sequence_generation
+        if numbered and any(r.keep_tag and r.node == at and r.ingress in (None, link_name)
+                            for r in s.frer.sequence_recovery):
+            ends.append(i)
+    return ends
+
+
 def _check_recovery_placement(s: Stream, paths: list[list[str]], links: dict) -> None:
     """ValueError naming a sequence recovery function (without take_no_sequence) that every
     frame reaches without a sequence number, so that it would discard every one (802.1CB
     7.4.3.4): one placed before the sequence generation node on every path, or after another
-    recovery function took the R-TAG off. The frames are followed as the simulator moves them:
+    recovery function took the R-TAG off (one without individual_recovery or keep_tag). The frames are followed as the simulator moves them:
     at each node, generation first, then the recovery functions in the file's order."""
     recoveries = s.frer.sequence_recovery
     numbered_at: dict[int, bool] = {}  # recovery function -> whether a numbered frame reaches it
@@ -229,7 +254,7 @@ def _check_recovery_placement(s: Stream, paths: list[list[str]], links: dict) ->
                 numbered_at[i] = numbered_at.get(i, False) or numbered
                 if not numbered and not r.take_no_sequence:
                     break  # discarded here
-                numbered = numbered and r.individual_recovery  # the R-TAG is taken off
+                numbered = numbered and (r.individual_recovery or r.keep_tag)  # else the R-TAG is taken off
             else:
                 continue
             break
@@ -240,7 +265,8 @@ def _check_recovery_placement(s: Stream, paths: list[list[str]], links: dict) ->
             raise ValueError(f"stream {s.name}: sequence_recovery at {where} would discard every frame: none "
                              f"reaches it with a sequence number (sequence_generation at "
                              f"{s.frer.sequence_generation!r} comes after it on every path, or a recovery before "
-                             "it took the R-TAG off); place it after the generation, or set take_no_sequence: true")
+                             "it took the R-TAG off); place it after the generation, give the recovery before it "
+                             "keep_tag: true, or set take_no_sequence: true")
 
 
 def _compile_recovery(stream: str, r: Recovery, node_index: dict, links: dict, port_index: dict) -> dict[str, Any]:
@@ -258,7 +284,7 @@ def _compile_recovery(stream: str, r: Recovery, node_index: dict, links: dict, p
     return {
         "node": node_index[r.node], "ingress": ingress, "algorithm": r.algorithm,
         "history_length": r.history_length, "reset_timeout": r.reset_timeout_ps(),
-        "individual": r.individual_recovery, "take_no_sequence": r.take_no_sequence,
+        "individual": r.individual_recovery, "take_no_sequence": r.take_no_sequence, "keep_tag": r.keep_tag,
     }
 
 

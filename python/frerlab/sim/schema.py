@@ -7,7 +7,8 @@ Names are used everywhere in the file (links are named, paths are lists of link 
 stream without `paths` takes the shortest one), FRER functions sit on named nodes), quantities
 are strings of frerlab.units' grammar ("1Gbps", "10ms", "160KiB"). FRER settings use the IEEE
 802.1CB YANG names (sequence_generation, sequence_recovery, algorithm, history_length,
-reset_timeout, individual_recovery, take_no_sequence).
+reset_timeout, individual_recovery, take_no_sequence), and frerlab's `keep_tag` for a sequence
+recovery function that passes frames on with their R-TAG (a ladder recovering at every stage).
 
 Congestion control: `pause` (IEEE 802.3x) on a link or a node; a congestion point as a link's
 `egress.qcn` (IEEE 802.1Qau), `egress.bcn` or `egress.fecn`, and the matching regulator as a
@@ -350,7 +351,11 @@ FrameSize = Annotated[
 class Recovery(_Model):
     """A sequence recovery function (or individual recovery of one member stream). Defaults
     are frerlab's, as for the data plane (docs/8021cb-decisions.md, "Defaults"): history 32,
-    reset timeout 100 ms (1 ms under individual recovery); `never` asks for no timeout."""
+    reset timeout 100 ms (1 ms under individual recovery); `never` asks for no timeout.
+    A sequence recovery function takes the R-TAG off the frames it passes, unless `keep_tag`:
+    then they go on with the same sequence number, as from a relay that recovers and replicates
+    again, to be recovered again further on (802.1CB 7.6: its sequence encode function is
+    active on the output ports); an individual recovery function always leaves it on."""
 
     node: str
     ingress: str | None = Field(None, description="link name: only frames arriving over it")
@@ -359,6 +364,15 @@ class Recovery(_Model):
     reset_timeout: Time | Literal["never"] | None = None
     individual_recovery: bool = False
     take_no_sequence: bool = False
+    keep_tag: bool = Field(False, description="passed frames keep their R-TAG (a relay that recovers and "
+                                              "replicates again)")
+
+    @model_validator(mode="after")
+    def _keep_tag_of_a_sequence_recovery(self) -> Recovery:
+        if self.keep_tag and self.individual_recovery:
+            raise ValueError("keep_tag true with individual_recovery true: an individual recovery function always "
+                             "leaves the R-TAG on; keep_tag is for a sequence recovery function")
+        return self
 
     def reset_timeout_ps(self) -> int | None:
         """The reset timeout in picoseconds; None for no timeout."""

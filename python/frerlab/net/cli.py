@@ -1,0 +1,236 @@
+"""`frerlab net`: a FRER network described once in a topology file (networks/*.yaml,
+docs/networks.md): its reliability predicted, its scenario compiled and run in the simulator,
+both swept over link loss, each node's FRER functions shown.
+
+The simulator's Python side (pandas) and numpy are imported by the commands, not when the
+parser is built (every `frerlab` command builds it)."""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import sys
+from pathlib import Path
+
+from frerlab.cli_output import add_json, add_output, emit
+from frerlab.files import write_atomic
+from frerlab.names import output_dir, output_file
+
+EPILOG = """examples:
+  frerlab net analyse networks/ladder_per_stage.yaml           delivery probability, copies per link
+  frerlab net analyse networks/ladder_per_stage.yaml --exact   the same by enumerating link states
+  frerlab net sim networks/ring.yaml -o results/ring           run it in the simulator
+  frerlab net sim networks/ladder_end_to_end.yaml --set links.a1-sw1.loss=0.05
+  frerlab net scenario networks/seed_two_path.yaml             the compiled scenario YAML
+  frerlab net nodes networks/ladder_per_stage.yaml             each node's FRER functions
+  frerlab net sweep networks/ladder_per_stage.yaml networks/ladder_end_to_end.yaml --loss 0.01,0.1 -o results/ladder
+
+The topology file's fields, the prediction's formula and its limits: docs/networks.md.
+"""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Adds `frerlab net analyse|sim|scenario|sweep|nodes`."""
+    parser = subparsers.add_parser(
+        "net", help="a FRER network from one topology file: predict, simulate", description=__doc__,
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    verbs = parser.add_subparsers(title="verbs", metavar="VERB")
+
+    def verb(name: str, help: str, func) -> argparse.ArgumentParser:
+        p = verbs.add_parser(name, help=help, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+        p.add_argument("topology", type=Path, help="topology YAML file")
+        p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                       help="override a field by dotted path, e.g. links.A.loss=0.01 (repeatable)")
+        p.set_defaults(func=func)
+        return p
+
+    analyse = verb("analyse", "predicted delivery probability per stream and copies per link", cmd_analyse)
+    analyse.add_argument("--exact", action="store_true", help="enumerate every state of the links (at most 20 "
+                                                               "links) instead of series-parallel reduction")
+    analyse.add_argument("--faults", choices=["independent", "schedule"], default="independent",
+                         help="a cut as unavailability over the run, independent of other links (default), or "
+                              "the faults at their times")
+    add_json(analyse, "the prediction")
+    run = verb("sim", "compile the topology into a simulator scenario and run it", cmd_sim)
+    add_output(run, "results directory (topology.yaml, scenario.yaml, the simulator's report and CSVs)")
+    run.add_argument("--allow-long", action="store_true", help="run even when the estimated cost exceeds the "
+                                                               "limits of `frerlab sim run`")
+    add_json(run, "each stream's and each recovery function's counts")
+    scenario = verb("scenario", "print (or write) the compiled simulator scenario", cmd_scenario)
+    add_output(scenario, "write the scenario YAML to this file instead of printing it")
+    add_json(scenario, "the scenario (and where it was written)")
+    sweep = verbs.add_parser("sweep", help="simulate and predict over link loss; a table and a figure",
+                             epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sweep.add_argument("topology", type=Path, nargs="+", help="topology YAML files")
+    sweep.add_argument("--loss", required=True, metavar="P,P,...", help="loss probabilities of the swept links")
+    sweep.add_argument("--links", metavar="LINK,LINK,...", help="the links that get the loss (default: every link)")
+    sweep.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                       help="override a field of every file first, e.g. duration=10s (repeatable)")
+    add_output(sweep, "results directory: sweep.csv, loss.svg, loss.png", required=True)
+    sweep.add_argument("--allow-long", action="store_true", help="run even when a run's estimated cost exceeds the "
+                                                                 "limits of `frerlab sim run`")
+    add_json(sweep, "the table (one record per file, loss and stream)")
+    sweep.set_defaults(func=cmd_sweep)
+    nodes = verb("nodes", "print each node's FRER functions (YAML)", cmd_nodes)
+    add_json(nodes, "the same as JSON")
+    parser.set_defaults(func=lambda args: parser.print_help() or 2)
+
+
+def load(args: argparse.Namespace):
+    """The validated topology of the command, its --set overrides applied."""
+    return load_data(args)[1]
+
+
+def load_data(args: argparse.Namespace):
+    """The plain data of the command's topology file with its --set overrides, and the
+    validated topology."""
+    from frerlab.net.topology import parse_topology, read_data
+    from frerlab.sim.api import set_field
+    from frerlab.sim.cli import parse_overrides
+
+    data = read_data(args.topology)
+    for name, value in parse_overrides(args.set).items():
+        set_field(data, name, value)
+    return data, parse_topology(copy.deepcopy(data), str(args.topology))
+
+
+def _fraction(value: float | None) -> str:
+    return "-" if value is None else f"{value:.6f}"
+
+
+def cmd_analyse(args: argparse.Namespace) -> int:
+    """Prints each stream's predicted delivery and each link direction's copies."""
+    from frerlab.net.analyse import analyse
+
+    topo = load(args)
+    result = analyse(topo, "exact" if args.exact else "reduction", args.faults)
+    lines = [f"{topo.name}: {result['method']}, faults {result['faults']}",
+             f"{'stream':<12} {'routes':>6} {'delivery':>10} {'loss':>11} {'frames':>9} {'exp. lost':>10}  recovery"]
+    for name, s in result["streams"].items():
+        lines.append(f"{name:<12} {s['routes']:>6} {s['delivery']:>10.6f} {s['loss']:>11.3e} {s['frames']:>9} "
+                     f"{s['expected_lost']:>10.1f}  {', '.join(s['recovery']) or '-'}")
+    lines += ["", f"{'stream':<12} {'link':<16} {'from -> to':<22} {'copies/frame':>12} {'/delivered':>10} "
+                  f"{'Mbit/s':>9}"]
+    for row in result["links"]:
+        lines.append(f"{row['stream']:<12} {row['link']:<16} {row['from'] + ' -> ' + row['to']:<22} "
+                     f"{row['copies_per_frame']:>12.6f} {_fraction(row['copies_per_delivered']):>10} "
+                     f"{row['load_bps'] / 1e6:>9.3f}")
+    lines += ["", f"{'link':<16} {'from -> to':<22} {'Mbit/s':>9} {'of rate':>8}"]
+    for port in result["ports"]:
+        lines.append(f"{port['link']:<16} {port['from'] + ' -> ' + port['to']:<22} {port['load_bps'] / 1e6:>9.3f} "
+                     f"{port['utilisation']:>8.1%}")
+    emit(args, result, "\n".join(lines))
+    return 0
+
+
+def cmd_sim(args: argparse.Namespace) -> int:
+    """Runs the topology in the simulator and prints each stream's and recovery function's counts."""
+    if args.output:
+        output_dir(args.output, "-o/--output")
+    import pandas as pd
+
+    from frerlab.net import sim
+    from frerlab.net.analyse import analyse
+
+    data, topo = load_data(args)
+    result = sim.run(topo, allow_long=args.allow_long)
+    prediction = analyse(topo, faults="schedule")
+    streams = sim.summary(topo, result, prediction)
+    frer = result.frer
+    columns = [c for c in ("stream", "node", "ingress", "individual", "keep_tag", "passed_packets",
+                           "discarded_packets", "lost_packets", "out_of_order_packets", "rogue_packets",
+                           "tagless_packets", "resets") if c in frer]
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        text = pd.DataFrame(streams).to_string(index=False)
+        if not frer.empty:
+            text += "\n\n" + frer[columns].fillna({"ingress": "-"}).to_string(index=False)
+    if args.output:
+        result.save(args.output)
+        sim.write_inputs(f"{args.topology}" + "".join(f" --set {item}" for item in args.set), data, topo,
+                         args.output)
+        write_atomic(args.output / "prediction.json", json.dumps(prediction, indent=1))
+    emit(args, {"topology": str(args.topology), "output": args.output, "streams": streams,
+                "frer": json.loads(frer.to_json(orient="records")) if not frer.empty else [],
+                "run_info": result.run_info}, text)
+    if args.output:
+        print(f"results written to {args.output}", file=sys.stderr)
+    return 0
+
+
+def cmd_scenario(args: argparse.Namespace) -> int:
+    """Prints or writes the compiled scenario, checked as `frerlab sim check` checks a file."""
+    from frerlab.net.sim import dump_yaml, scenario_data
+    from frerlab.sim.schema import parse_scenario
+
+    topo = load(args)
+    data = scenario_data(topo)
+    parse_scenario(data, f"the scenario compiled from {args.topology}")
+    text = f"# Compiled from {args.topology} by frerlab net scenario.\n" + dump_yaml(data)
+    if args.output:
+        write_atomic(output_file(args.output, "-o/--output"), text)
+        print(f"scenario written to {args.output}", file=sys.stderr)
+    emit(args, {"topology": str(args.topology), "output": args.output, "scenario": data},
+         None if args.output else text.rstrip("\n"))
+    return 0
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    """Runs the loss sweep, writes its table and figure and prints the table."""
+    out = output_dir(args.output, "-o/--output")
+    import pandas as pd
+    import vl_convert
+
+    from frerlab.net.sweep import figure, loss_sweep
+    from frerlab.net.topology import read_data
+    from frerlab.sim.api import set_field
+    from frerlab.sim.cli import parse_overrides
+    from frerlab.units import option_value
+
+    losses = [option_value(_probability, text, "--loss") for text in args.loss.split(",")]
+    links = [name.strip() for name in args.links.split(",")] if args.links else None
+    overrides = parse_overrides(args.set)
+    topologies = []
+    for path in args.topology:
+        data = read_data(path)
+        for name, value in overrides.items():
+            set_field(data, name, value)
+        topologies.append((str(path), data))
+    rows = loss_sweep(topologies, losses, links, args.allow_long,
+                      lambda done, total: print(f"run {done}/{total}", file=sys.stderr))
+    table = pd.DataFrame(rows)
+    out.mkdir(parents=True, exist_ok=True)
+    write_atomic(out / "sweep.csv", table.to_csv(index=False))
+    spec = figure(rows, "Loss against link loss: simulator (points, 95 %) and prediction (lines)")
+    write_atomic(out / "loss.svg", vl_convert.vegalite_to_svg(spec))
+    write_atomic(out / "loss.png", vl_convert.vegalite_to_png(spec, scale=2))
+    with pd.option_context("display.width", 200):
+        text = table[["topology", "stream", "p", "sent", "loss_ratio", "predicted_loss", "within_prediction"]].to_string(
+            index=False)
+    emit(args, {"output": out, "rows": rows}, text)
+    print(f"results written to {out} (sweep.csv, loss.svg, loss.png)", file=sys.stderr)
+    return 0
+
+
+def _probability(text: str, what: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{what} {text!r} is not a probability (a number 0..1)") from None
+    if not 0 <= value <= 1:
+        raise ValueError(f"{what} {value:g} is out of range (0..1)")
+    return value
+
+
+def cmd_nodes(args: argparse.Namespace) -> int:
+    """Prints each node's FRER functions."""
+    from frerlab.net.nodes import node_functions
+    from frerlab.net.sim import dump_yaml
+
+    topo = load(args)
+    data = [n.to_data() for n in node_functions(topo).values()]
+    if args.json:
+        print(json.dumps(data, indent=1))
+    else:
+        print(dump_yaml(data), end="")
+    return 0
