@@ -136,11 +136,11 @@ def test_the_latency_runner_runs_the_sockperf_test_the_step_names(tmp_path, monk
     raw = (FIXTURES / fixture).read_text()
     calls = []
 
-    def fake_run_test(kind, server_ip, **options):
+    def fake_run_client(kind, server_ip, **options):
         calls.append((kind, server_ip, options))
-        return raw, sockperf.parse(raw, test=kind, payload_size=options["frame_size"] - UDP_OVERHEAD)
+        return raw, f"sockperf {kind}"
 
-    monkeypatch.setattr(latency_step.sockperf, "run_test", fake_run_test)
+    monkeypatch.setattr(latency_step.sockperf, "run_client", fake_run_client)
     outcome = latency_step.run(Context(_Target(), tmp_path), step, {"tool": "sockperf", "frame_size": 64, "load": 0})
     [(kind, server_ip, options)] = calls
     assert (kind, server_ip, options["mps"], options["duration_s"], options["frame_size"]) == \
@@ -148,4 +148,16 @@ def test_the_latency_runner_runs_the_sockperf_test_the_step_names(tmp_path, monk
     assert (options["client_prefix"], options["server_prefix"]) == (["on-talker"], ["on-listener"])
     expected = sockperf.parse(raw, test=test)[0].latency
     assert outcome["metrics"]["mean_us"] == expected.mean_us and outcome["detail"]["kind"] == "rtt_half"
+    assert (tmp_path / "sockperf.txt").read_text() == raw
+
+
+def test_a_latency_unit_whose_sockperf_output_is_unreadable_is_invalid_and_keeps_the_output(tmp_path, monkeypatch):
+    c, _ = read_campaign(CAMPAIGNS / "seed004-lan9662.yaml")
+    step = next(s for s in c.steps if s.name == "pingpong-default")
+    raw = "sockperf: ERROR: no reply from the server\n"
+    monkeypatch.setattr(latency_step.sockperf, "run_client", lambda kind, server_ip, **options: (raw, "sockperf"))
+    outcome = latency_step.run(Context(_Target(), tmp_path), step, {"tool": "sockperf", "frame_size": 64, "load": 0})
+    flags = {f["name"]: f for f in outcome["flags"]}
+    assert not outcome["valid"] and flags["tool_failed"]["invalidates"], outcome
+    assert "not sockperf output" in flags["tool_failed"]["detail"] and "sockperf.txt" in flags["tool_failed"]["detail"]
     assert (tmp_path / "sockperf.txt").read_text() == raw

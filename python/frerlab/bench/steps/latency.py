@@ -22,7 +22,9 @@ from frerlab.bench.trial import Background, Flag, generator_trial
 from frerlab.traffic import gen
 from frerlab.traffic.record import Latency as LatencyRecord
 from frerlab.files import write_atomic
+from frerlab.traffic.record import UDP_OVERHEAD
 from frerlab.traffic.tools import sockperf
+from frerlab.traffic.tools.base import ParseError
 
 PERCENTILES = (50.0, 90.0, 99.0, 99.9, 99.99, 99.999)
 
@@ -37,12 +39,17 @@ def run(ctx: Context, step: Latency, params: dict) -> dict:
     flags: list[Flag] = []
     with background:
         if tool == "sockperf":
-            raw, records = sockperf.run_test(test, ctx.target.listener_ip,
-                                             client_prefix=ctx.target.prefix("talker"),
-                                             server_prefix=ctx.target.prefix("listener"),
-                                             duration_s=step.duration_s, frame_size=frame, mps=step.sockperf_mps)
+            raw, source = sockperf.run_client(test, ctx.target.listener_ip,
+                                              client_prefix=ctx.target.prefix("talker"),
+                                              server_prefix=ctx.target.prefix("listener"),
+                                              duration_s=step.duration_s, frame_size=frame, mps=step.sockperf_mps)
             write_atomic(ctx.out / "sockperf.txt", raw)
-            latency = records[0].latency
+            try:
+                latency = sockperf.parse(raw, source=source, test=test,
+                                         payload_size=frame - UDP_OVERHEAD)[0].latency
+            except ParseError as err:  # e.g. a client that lost every reply under load
+                latency = None
+                flags.append(Flag("tool_failed", f"{err} (its output: sockperf.txt)", True))
         else:
             t = generator_trial(ctx.target, frame, step.probe_rate_fps, step.duration_s, ctx.out)
             flags += t.flags

@@ -17,6 +17,7 @@ import math
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from frerlab.traffic.record import UDP_OVERHEAD, Interval, Latency, Timestamps, TrafficRecord
 from frerlab.traffic.tools.base import Background, ParseError, Tool, run, wait_for_udp_port
@@ -53,12 +54,13 @@ def client_command(
     return argv
 
 
-def run_test(
+def run_client(
     test: str, server_ip: str, *, client_prefix: Sequence[str] = (), server_prefix: Sequence[str] = (),
     port: int = 11111, duration_s: float = 10.0, frame_size: int = 64, mps: int | None = None,
     full_rtt: bool = False, full_log: str | None = None,
-) -> tuple[str, list[TrafficRecord]]:
-    """Runs a sockperf server and one client test; returns the client's raw output and records."""
+) -> tuple[str, str]:
+    """Runs a sockperf server and one client test; returns the client's raw output and its
+    command line (the source `parse` names), unread, so a caller can keep it before reading it."""
     TOOL.require()
     argv = [*client_prefix, *client_command(
         test, server_ip, port=port, duration_s=duration_s, frame_size=frame_size, mps=mps,
@@ -66,8 +68,14 @@ def run_test(
     )]
     with Background([*server_prefix, TOOL.executable, "server", "-i", server_ip, "-p", str(port)]):
         wait_for_udp_port(server_prefix, port)
-        raw = run(argv, timeout_s=duration_s + 30).stdout
-    return raw, parse(raw, source=" ".join(argv), test=test, payload_size=frame_size - UDP_OVERHEAD)
+        return run(argv, timeout_s=duration_s + 30).stdout, " ".join(argv)
+
+
+def run_test(test: str, server_ip: str, *, frame_size: int = 64, **client: Any) -> tuple[str, list[TrafficRecord]]:
+    """`run_client`, then its output read: the raw output and the records (ParseError if the
+    output is not sockperf's)."""
+    raw, source = run_client(test, server_ip, frame_size=frame_size, **client)
+    return raw, parse(raw, source=source, test=test, payload_size=frame_size - UDP_OVERHEAD)
 
 
 def _find(pattern: str, text: str) -> re.Match | None:
