@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import NEEDS_BPF, binomial_bounds, processes_naming
 
+from frerlab.dataplane import control
 from frerlab.errors import UsageError
 from frerlab.testbed import bed, failover, plan
 from frerlab.traffic.across import stream_across
@@ -125,6 +126,22 @@ def test_a_killed_up_is_cleared_by_down():
     assert leftovers(tb_name), "the killed run left something to clean"
     subprocess.run([*CLI, "testbed", "down", "--name", tb_name], check=True, capture_output=True)
     assert leftovers(tb_name) == []
+    # killed while a data plane probed the kernel, it also left that probe's namespace
+    assert not [ns for ns in os.listdir("/run/netns") if ns.startswith(f"frerlab-probe-{proc.pid}-")]
+
+
+def test_a_dead_process_s_probe_namespace_is_removed_and_a_live_one_s_kept():
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale, live = f"frerlab-probe-{dead.pid}-clsact", f"frerlab-probe-{os.getpid()}-clsact"
+    try:
+        for ns in (stale, live):
+            subprocess.run(["ip", "netns", "add", ns], check=True)
+        assert stale in control.remove_stale_probes()
+        assert stale not in os.listdir("/run/netns") and live in os.listdir("/run/netns")
+    finally:
+        for ns in (stale, live):
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
 
 
 def test_failover_frer_loses_nothing_and_control_loses_the_cut(frer_bed, control_bed, tmp_path):

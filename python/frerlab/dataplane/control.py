@@ -36,6 +36,7 @@ from frerlab.names import MAX_IFNAME, RUN_DIR, check_name, inside, name_problem,
 from frerlab.statefiles import StateModel, remove_if_empty
 from frerlab.statefiles import read_state as read_state_file
 from frerlab.netns import Namespaces
+from frerlab.netns import delete as netns_delete
 from frerlab.netns import exists as netns_exists
 from frerlab.netns import links as netns_links
 from frerlab.files import write_atomic
@@ -43,6 +44,9 @@ from frerlab.files import write_atomic
 #: Where `up` records each running data plane (outside the BPF filesystem, which holds only
 #: BPF objects).
 STATE_DIR = RUN_DIR / "dataplane"
+#: `probe`'s throwaway namespace is PROBE_PREFIX + its process id + "-clsact".
+PROBE_PREFIX = "frerlab-probe-"
+NETNS_DIR = "/run/netns"
 
 
 def state_path(name: str) -> Path:
@@ -156,12 +160,30 @@ def probe(netns: str | None) -> None:
     if netns is not None and not netns_exists(netns):
         raise UsageError(f"network namespace {netns!r} does not exist (ip netns list shows those that do)")
     # the clsact qdisc, on a dummy-free device: lo of a throwaway namespace
-    with Namespaces(f"frerlab-probe-{os.getpid()}") as net:
+    remove_stale_probes()
+    with Namespaces(f"{PROBE_PREFIX}{os.getpid()}") as net:
         net.add("clsact")
         try:
             bpfsys.add_clsact(net.ns["clsact"], "lo")
         except bpfsys.BpfError as err:
             raise UsageError(f"the kernel has no clsact qdisc (CONFIG_NET_SCH_INGRESS): {err}") from None
+
+
+def remove_stale_probes() -> list[str]:
+    """Deletes the throwaway namespaces of `probe` whose process has ended (a run killed while it
+    probed leaves one: nothing else knows its name); returns their names."""
+    names = os.listdir(NETNS_DIR) if os.path.isdir(NETNS_DIR) else []
+    stale = [ns for ns in names if ns.startswith(PROBE_PREFIX) and _probe_pid(ns) is not None
+             and not processes.alive(_probe_pid(ns))]
+    for ns in stale:
+        netns_delete(ns)
+    return stale
+
+
+def _probe_pid(namespace: str) -> int | None:
+    """The process id in a probe namespace's name; None if it holds none."""
+    pid = namespace[len(PROBE_PREFIX):].split("-", 1)[0]
+    return int(pid) if pid.isdigit() else None
 
 
 def _check_ports(netns: str | None, ports: list[str]) -> None:
@@ -220,11 +242,12 @@ def _start_monitor(name: str) -> int:
 
 def down(name: str) -> bool:
     """Removes data plane `name`: its monitor, tc qdiscs, pins and state; also what a crashed
-    run left. Returns whether anything was there. A damaged state file is refused (UsageError
-    naming the file and the field) before anything is removed."""
+    run left (its probe's namespace among them). Returns whether anything was there. A damaged
+    state file is refused (UsageError naming the file and the field) before anything is removed."""
     path, pins = state_path(name), pin_path(name)
     state = recorded_state(name)  # a damaged one: refused, nothing removed
     found = state is not None or pins.exists()
+    remove_stale_probes()
     if state is not None:
         pid = state.get("monitor_pid")
         if pid and {b"monitor", os.fsencode(name)} <= set(processes.command_line(pid)):
