@@ -198,7 +198,8 @@ pub struct Simulation {
     end: SimTime,
     /// Whether any link direction runs PAUSE (else enqueueing skips its ingress accounting).
     any_pause: bool,
-    /// When a frame last started on a wire (whether PAUSE renewals still serve a draining network).
+    /// When a frame last started on a wire, tracked while PAUSE runs (whether renewals still
+    /// serve a draining network).
     last_start: SimTime,
     wall_seconds: f64,
 }
@@ -853,7 +854,6 @@ impl Simulation {
             Selection::Start(class) => {
                 let (frame, end) = port.start(class, now);
                 left = Some(frame);
-                self.last_start = now;
                 let packet = &mut self.packets[frame.packet as usize];
                 if packet.probe {
                     port.control_forward += 1;
@@ -898,6 +898,7 @@ impl Simulation {
             }
         }
         if let (true, Some(frame)) = (self.any_pause, left) {
+            self.last_start = now;
             self.left_queue(frame, now);
         }
     }

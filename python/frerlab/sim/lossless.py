@@ -29,11 +29,11 @@ import math
 from collections import defaultdict
 from typing import Any
 
-from frerlab.sim.schema import PAUSE_XOFF_BYTES
-from frerlab.units import MAX_FRAME_BYTES
+from frerlab.sim.schema import Pause
+from frerlab.units import MAX_FRAME_BYTES, MIN_FRAME_BYTES
 
 #: A MAC Control (PAUSE) frame: the minimum Ethernet frame (IEEE 802.3 Annex 31B).
-PAUSE_FRAME_BYTES = 64
+PAUSE_FRAME_BYTES = MIN_FRAME_BYTES
 #: Bits per pause quantum (IEEE 802.3 Annex 31B).
 BITS_PER_QUANTUM = 512
 PS_PER_S = 10**12
@@ -138,7 +138,7 @@ def derive(spec: dict[str, Any]) -> None:
             shares.append((shared / max(1, len(fabric.ingresses_of(node))),
                            f"{nodes[node]['name']}'s shared buffer ({shared} B)"))
         if not shares:
-            pause["xoff"], pause["xon"] = PAUSE_XOFF_BYTES, PAUSE_XOFF_BYTES // 2
+            pause["xoff"], pause["xon"] = Pause().thresholds()  # nothing to share: the defaults
             continue
         share, where = min(shares)
         xoff = int(share) - headroom
