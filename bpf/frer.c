@@ -253,7 +253,7 @@ static __always_inline int frer_frame(struct __sk_buff *skb, __u32 ifindex, __u8
 {
 	__u32 zero = 0;
 	struct frer_settings *s = bpf_map_lookup_elem(&settings, &zero);
-	__u32 *port_p = bpf_map_lookup_elem(&port_of_ifindex, &ifindex);
+	int port_i = port_of(ifindex);
 	struct frame *f = bpf_map_lookup_elem(&scratch, &zero);
 	struct frer_port_stats *ps;
 	struct frer_stream *st;
@@ -262,9 +262,9 @@ static __always_inline int frer_frame(struct __sk_buff *skb, __u32 ifindex, __u8
 	int sid, popped = 0;
 	struct recovery_ctx rc = {};
 
-	if (!s || !port_p || !f)
+	if (!s || port_i < 0 || !f)
 		return TC_ACT_OK;
-	port = *port_p % FRER_MAX_PORTS;
+	port = port_i;
 	ps = port_stats_of(port);
 	if (!ps)
 		return TC_ACT_OK;

@@ -218,7 +218,7 @@ int frer_xdp(struct xdp_md *ctx)
 {
 	__u32 zero = 0, ifindex = ctx->ingress_ifindex, len = bpf_xdp_get_buff_len(ctx);
 	struct frer_settings *s = bpf_map_lookup_elem(&settings, &zero);
-	__u32 *port_p = bpf_map_lookup_elem(&port_of_ifindex, &ifindex);
+	int port_i = port_of(ifindex);
 	struct frame *f = bpf_map_lookup_elem(&scratch, &zero);
 	struct frer_port_stats *ps;
 	struct frer_stream *st;
@@ -227,9 +227,9 @@ int frer_xdp(struct xdp_md *ctx)
 	__u32 port, stream;
 	int sid;
 
-	if (!s || !port_p || !f)
+	if (!s || port_i < 0 || !f)
 		return XDP_PASS;
-	port = *port_p % FRER_MAX_PORTS;
+	port = port_i;
 	ps = port_stats_of(port);
 	if (!ps)
 		return XDP_PASS;

@@ -23,7 +23,7 @@ import pytest
 
 from frerlab import bpfsys
 from frerlab.dataplane import layout
-from frerlab.dataplane.node import ARRAY_STREAMS, OBJECT, XDP_OBJECT, map_shapes, open_maps
+from frerlab.dataplane.node import ARRAY_STREAMS, OBJECT, XDP_OBJECT, map_shapes, open_maps, write_port
 from frerlab.netns import Namespaces, entered, link_info
 from frerlab.processes import command_line
 from frerlab.testbed import bed
@@ -199,7 +199,7 @@ def configure_recovery_listener(maps: dict[str, bpfsys.Map], recovery: layout.Re
     to the stack."""
     for port in range(ports):
         ifindex = ifindexes[port] if ifindexes else IFINDEX_BASE + port
-        maps["port_of_ifindex"].update(layout.key(ifindex), layout.key(port))
+        write_port(maps, ifindex, port)
     maps["identities"].update(layout.key(0), layout.match_all_identity(0, 0xFFFF))
     maps["streams"].update(layout.key(0), layout.stream(layout.STREAM_RECOVER,
                                                         [layout.output(flags=layout.OUT_LOCAL)]))

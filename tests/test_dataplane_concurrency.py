@@ -13,7 +13,7 @@ import pytest
 from conftest import IFINDEX_BASE, NEEDS_BPF
 
 from frerlab.dataplane import layout
-from frerlab.dataplane.node import Node
+from frerlab.dataplane.node import Node, write_port
 from frerlab.frer import push_rtag
 
 pytestmark = [*NEEDS_BPF, pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")]
@@ -30,7 +30,7 @@ def configure(maps, flags: int, recovery: layout.RecoveryConfig) -> None:
     """Every frame on ports 0 and 1 is stream 0, handled per `flags` and handed up locally;
     the real clock (no fixed time)."""
     for port in (0, 1):
-        maps["port_of_ifindex"].update(layout.key(IFINDEX_BASE + port), layout.key(port))
+        write_port(maps, IFINDEX_BASE + port, port)
     maps["identities"].update(layout.key(0), layout.match_all_identity(0, 0b11))
     maps["streams"].update(layout.key(0), layout.stream(flags, [layout.output(flags=layout.OUT_LOCAL)]))
     maps["seqgen"].update(layout.key(0), layout.SEQGEN.pack(0, 0, 0, 0))

@@ -21,7 +21,7 @@ from conftest import IFINDEX_BASE, NEEDS_BPF
 from frerlab.dataplane import layout
 from frerlab.dataplane.compiler import compile_node
 from frerlab.dataplane.config import parse_config
-from frerlab.dataplane.node import percpu_sum, write_identities
+from frerlab.dataplane.node import percpu_sum, write_identities, write_port
 from frerlab.frer import StreamIdentifier, push_rtag
 
 pytestmark = NEEDS_BPF
@@ -128,7 +128,7 @@ def test_ebpf_identifies_like_the_core(frer_fresh, seed):
                         "stream-forwarding": [{"stream": h, "output-port": ["local"]} for h in handles]})
     plan = compile_node(cfg)
     assert plan.shapes and plan.scanned, "the table has hashed and scanned identities"
-    maps["port_of_ifindex"].update(layout.key(IFINDEX_BASE), layout.key(0))
+    write_port(maps, IFINDEX_BASE, 0)
     for stream, (flags, _) in enumerate(plan.streams):
         maps["streams"].update(layout.key(stream), layout.stream(flags, [layout.output(flags=layout.OUT_LOCAL)]))
     write_identities(maps, plan)
@@ -203,7 +203,7 @@ def test_the_first_matching_identity_wins_hashed_or_scanned(hook_runner):
     plan = cfg.plan
     assert [i.position for i in plan.scanned] == [4, 6] and len(plan.shapes) == 2
     maps = hook_runner.maps
-    maps["port_of_ifindex"].update(layout.key(hook_runner.ifindexes[0]), layout.key(0))
+    write_port(maps, hook_runner.ifindexes[0], 0)
     for stream, (flags, _) in enumerate(plan.streams):
         maps["streams"].update(layout.key(stream), layout.stream(flags, [layout.output(flags=layout.OUT_LOCAL)]))
     write_identities(maps, plan)

@@ -35,6 +35,8 @@ STREAM_PORT_COUNTERS = ("input", "output", "seq_enc_errored", "input_sent")
 #: (stream, port) pairs with counters.
 MAX_PORTS, MAX_OUTPUTS, RCVY_PER_STREAM, MAX_STREAMS, MAX_IDENTITIES = 16, 8, 17, 65536, 32
 MAX_HASHED, MAX_SHAPES, MAX_RCVY, MAX_STREAM_PORTS, MAX_COPY_SETS = 65536, 4, 65536, 262144, 256
+#: Slots of the array port_of_ifindex, each a struct frer_port_slot (ifindex, port index).
+PORT_SLOTS, PORT_SLOT = 64, struct.Struct("<II")
 #: Identity positions are __u16: at most this many identities in a node's order.
 MAX_POSITIONS = 65536
 SHAPE_ANY_VID = 0x1

@@ -37,7 +37,7 @@ XDP_OBJECT = OBJECT.with_name("frer_xdp.o")
 PIN_ROOT = bpfsys.BPFFS
 MAP_SIZES = {  # map name: (key size, value size), as in bpf/frer_common.h
     "settings": (4, layout.SETTINGS.size),
-    "port_of_ifindex": (4, 4),
+    "port_of_ifindex": (4, layout.PORT_SLOT.size),
     "ifindex_of_port": (4, 4),
     "identities": (4, layout.IDENTITY.size),
     "identity_hash": (layout.ID_KEY.size, layout.ID_HIT.size),
@@ -88,6 +88,21 @@ def percpu_sum(maps: dict[str, bpfsys.Map], name: str, index: int) -> list[int]:
             raise
         return [0] * len(PERCPU_MAPS[name].unpack(bytes(PERCPU_MAPS[name].size)))
     return [sum(col) for col in zip(*PERCPU_MAPS[name].iter_unpack(raw))]
+
+
+def write_port(maps: dict[str, bpfsys.Map], ifindex: int, port: int) -> None:
+    """Port index `port` is interface `ifindex`: written into the first free slot of
+    port_of_ifindex from ifindex % PORT_SLOTS on, where the programs look for it (port_of)."""
+    if ifindex <= 0:
+        raise ValueError(f"ifindex {ifindex} is not valid (an interface index is at least 1)")
+    for i in range(layout.MAX_PORTS):
+        slot = layout.key((ifindex + i) % layout.PORT_SLOTS)
+        taken, _ = layout.PORT_SLOT.unpack(maps["port_of_ifindex"].lookup(slot))
+        if taken in (0, ifindex):
+            maps["port_of_ifindex"].update(slot, layout.PORT_SLOT.pack(ifindex, port))
+            return
+    raise ValueError(f"no free slot for ifindex {ifindex} in port_of_ifindex "
+                     f"(at most {layout.MAX_PORTS} ports per data plane)")
 
 
 def write_identities(maps: dict[str, bpfsys.Map], plan: NodePlan) -> None:
@@ -168,7 +183,7 @@ class Node:
                     self.maps[name] = bpfsys.Map(self.pin_dir / "xdp" / "maps" / name, 4, 4)
             for index, port in enumerate(self.ports):
                 ifindex = self.ifindex(port)
-                self.maps["port_of_ifindex"].update(layout.key(ifindex), layout.key(index))
+                write_port(self.maps, ifindex, index)
                 self.maps["ifindex_of_port"].update(layout.key(index), layout.key(ifindex))
             self.maps["settings"].update(layout.key(0), layout.settings(0))
         except BaseException:
