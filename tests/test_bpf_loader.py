@@ -118,6 +118,26 @@ def test_a_test_run_returns_what_the_program_does(tmp_path):
         bpfsys.unpin(pin_dir)
 
 
+def test_the_jit_line_table_maps_machine_code_to_the_source_lines(tmp_path):
+    obj = build(tmp_path, PROGRAMS_C.replace("return *(__u8 *)(long)skb->data;", "return TC_ACT_OK;"))
+    pin_dir = bpfsys.BPFFS / prefix()
+    bpfsys.load_and_pin(obj, pin_dir)
+    try:
+        with bpfsys.Program(pin_dir / "mark_xdp") as xdp:
+            lines = xdp.jited_lines()
+    finally:
+        bpfsys.unpin(pin_dir)
+    addresses = [address for address, *_ in lines]
+    assert addresses == sorted(addresses) and addresses[0] > 0
+    source = (tmp_path / "programs.c").read_text().splitlines()
+    for _, file, number, text in lines:
+        assert file.endswith("programs.c") and source[number - 1] == text
+    numbers = {number for _, _, number, _ in lines}
+    xdp_from, xdp_to = source.index("int mark_xdp(struct xdp_md *ctx)"), source.index('char _license[] SEC("license") = "GPL";')
+    assert source.index("\tdata[0] = 0xab;", xdp_from) + 1 in numbers
+    assert min(numbers) >= xdp_from + 1 and max(numbers) < xdp_to  # mark_xdp's lines only
+
+
 PER_STREAM_MAPS = ("streams", "seqgen", "rcvy", "rcvy_reset_requests", "stream_port_stats")
 
 

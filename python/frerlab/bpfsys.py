@@ -2,12 +2,13 @@
 on libbpf through libbpf-rs, in frerlab._native), below both the FRER data plane
 (frerlab.dataplane) and the path impairment element (frerlab.impair), and importing neither.
 It loads an object and pins its programs (PIN/NAME) and maps (PIN/maps/NAME), creates pinned
-maps, opens pinned maps (`Map`: lookup and update, BPF_F_LOCK; `possible_cpus` gives the
-entries of a per-CPU value) and programs (`Program`: BPF_PROG_TEST_RUN, run-time statistics,
-`RunTimeStats`), and attaches programs to ports through libbpf's own netlink: tc clsact
-ingress/egress in direct-action mode, XDP native or generic, inside a network namespace where
-one is named. Attachments are netlink ones that stay after this process exits (`frerlab
-dataplane up` leaves the data plane running); `detach` removes them.
+maps, opens pinned maps (`Map`: lookup and update, BPF_F_LOCK, and the same for many elements
+at once in batches; `possible_cpus` gives the entries of a per-CPU value) and programs
+(`Program`: BPF_PROG_TEST_RUN, run-time statistics, `RunTimeStats`), and attaches programs to
+ports through libbpf's own netlink: tc clsact ingress/egress in direct-action mode, XDP native
+or generic, inside a network namespace where one is named. Attachments are netlink ones that
+stay after this process exits (`frerlab dataplane up` leaves the data plane running); `detach`
+removes them.
 
 What Python keeps is the BPF filesystem frerlab pins in (BPFFS, mounted on first use and
 unmounted once nothing of any run is left in it). Failures raise BpfError (an OSError) naming

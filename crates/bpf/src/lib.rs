@@ -4,8 +4,9 @@
 //! - [`object`]: load an ELF object (the verifier included; libbpf reads the object's BTF, which
 //!   `bpf/Makefile` builds with `-g`) and pin its programs and maps, reusing maps pinned by
 //!   another object; create a pinned map of a given type.
-//! - [`pinned`]: pinned maps (lookup and update, with flags such as `BPF_F_LOCK`) and programs
-//!   (`BPF_PROG_TEST_RUN`, run-time statistics), and switching those statistics on.
+//! - [`pinned`]: pinned maps (lookup and update, one element or a batch, with flags such as
+//!   `BPF_F_LOCK`) and programs (`BPF_PROG_TEST_RUN`, run-time statistics, JIT line table), and
+//!   switching those statistics on.
 //! - [`attach`]: tc clsact hooks (direct action) and XDP, through libbpf's own netlink, in a
 //!   network namespace by way of a short-lived thread that enters it. Attachments are netlink
 //!   ones, not BPF links, so they stay after the loading process exits.

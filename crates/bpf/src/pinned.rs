@@ -1,6 +1,7 @@
-//! Pinned maps and programs, opened by path: map elements read and written (with flags such as
-//! `BPF_F_LOCK`), a program run on a crafted frame (`BPF_PROG_TEST_RUN`) and its run-time
-//! statistics, and [`RunTimeStats`], which keeps those statistics counted while it lives.
+//! Pinned maps and programs, opened by path: map elements read and written one at a time (with
+//! flags such as `BPF_F_LOCK`) or in batches, a program run on a crafted frame
+//! (`BPF_PROG_TEST_RUN`), its run-time statistics and its JIT line table (for profiles by source
+//! line), and [`RunTimeStats`], which keeps those statistics counted while it lives.
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
@@ -165,6 +166,226 @@ impl PinnedMap {
         };
         written.map_err(|err| Error::libbpf(format!("writing {}[{}]", self.name(), hex(key)), &err))
     }
+
+    /// Elements a batch read asks the kernel for in one call.
+    const BATCH_CHUNK: usize = 4096;
+
+    /// Every element of the map: the keys one after another and the values in the same order
+    /// (every possible CPU's, for a per-CPU map, as [`lookup`](Self::lookup) gives them); for
+    /// an array every index is an element. `flags` `BPF_F_LOCK` reads each value under its spin
+    /// lock. Read in chunks of 4096 elements.
+    ///
+    /// # Errors
+    /// Flags other than 0 and `BPF_F_LOCK`, or the kernel refusing the read (a map type without
+    /// batch operations).
+    pub fn lookup_batch(&self, flags: u64) -> Result<(Vec<u8>, Vec<u8>)> {
+        let opts = Self::batch_opts(flags)?;
+        let what = || format!("reading the elements of {}", self.name());
+        let (key_size, slot) = (self.key_size(), self.batch_value_size());
+        // Where a call stopped, for the next to go on from: a key for an array, a bucket index
+        // (u32) for a hash map.
+        let mut position = vec![0u8; key_size.max(8)];
+        let mut next = position.clone();
+        let mut started = false;
+        let mut chunk = Self::BATCH_CHUNK;
+        let (mut keys, mut values) = (Vec::new(), Vec::new());
+        loop {
+            let (keys_len, values_len) = (keys.len(), values.len());
+            keys.resize(keys_len + chunk * key_size, 0);
+            values.resize(values_len + chunk * slot, 0);
+            let mut count = chunk as u32;
+            let from = if started {
+                position.as_mut_ptr().cast()
+            } else {
+                std::ptr::null_mut()
+            };
+            // SAFETY: `from` is null or a token of the key's size (at least 8 bytes, more than a
+            // hash map's u32), `next` has as much room, and the key and value buffers have room
+            // for `count` elements past where they are written.
+            let rc = unsafe {
+                libbpf_sys::bpf_map_lookup_batch(
+                    self.fd(),
+                    from,
+                    next.as_mut_ptr().cast(),
+                    keys[keys_len..].as_mut_ptr().cast(),
+                    values[values_len..].as_mut_ptr().cast(),
+                    &mut count,
+                    &opts,
+                )
+            };
+            let got = if rc == 0 || rc == -libc::ENOENT {
+                count as usize
+            } else {
+                0
+            };
+            keys.truncate(keys_len + got * key_size);
+            values.truncate(values_len + got * slot);
+            match -rc {
+                0 => {}
+                libc::ENOENT => break,
+                // A hash bucket holds more elements than a chunk: ask for more at once.
+                libc::ENOSPC if chunk < self.max_entries() as usize => {
+                    chunk *= 2;
+                    continue;
+                }
+                errno => return Err(Error::errno(what(), errno)),
+            }
+            std::mem::swap(&mut position, &mut next);
+            started = true;
+        }
+        Ok((keys, self.unpack_values(values)))
+    }
+
+    /// Writes the elements `keys` (whole keys one after another) and `values` (as many whole
+    /// values, every CPU's for a per-CPU map) in one call; `flags` `BPF_F_LOCK` writes each
+    /// value under its spin lock.
+    ///
+    /// # Errors
+    /// Keys or values that are not whole ones or not as many, flags other than 0 and
+    /// `BPF_F_LOCK`, or the kernel refusing the write (a full hash map, a key out of an
+    /// array's range); elements before the one refused may be written.
+    pub fn update_batch(&self, keys: &[u8], values: &[u8], flags: u64) -> Result<()> {
+        let n = self.batch_count(keys, Some(values))?;
+        let opts = Self::batch_opts(flags)?;
+        if n == 0 {
+            return Ok(());
+        }
+        let values = self.pack_values(values);
+        let mut count = n;
+        // SAFETY: `keys` holds `n` keys and `values` `n` values in the kernel's layout.
+        let rc = unsafe {
+            libbpf_sys::bpf_map_update_batch(
+                self.fd(),
+                keys.as_ptr().cast(),
+                values.as_ptr().cast(),
+                &mut count,
+                &opts,
+            )
+        };
+        if rc < 0 {
+            return Err(Error::errno(
+                format!("writing {n} elements of {}", self.name()),
+                -rc,
+            ));
+        }
+        Ok(())
+    }
+
+    /// Deletes the elements at `keys` (whole keys one after another) in one call: for hash
+    /// maps; every key must be there.
+    ///
+    /// # Errors
+    /// Keys that are not whole ones, or the kernel refusing the deletion (`ENOENT` for a key
+    /// that is not there, after deleting those before it; an array's elements cannot be
+    /// deleted).
+    pub fn delete_batch(&self, keys: &[u8]) -> Result<()> {
+        let n = self.batch_count(keys, None)?;
+        if n == 0 {
+            return Ok(());
+        }
+        let opts = Self::batch_opts(0)?;
+        let mut count = n;
+        // SAFETY: `keys` holds `n` keys.
+        let rc = unsafe {
+            libbpf_sys::bpf_map_delete_batch(self.fd(), keys.as_ptr().cast(), &mut count, &opts)
+        };
+        if rc < 0 {
+            return Err(Error::errno(
+                format!("deleting {n} elements of {}", self.name()),
+                -rc,
+            ));
+        }
+        Ok(())
+    }
+
+    /// The options of a batch operation with element flags `flags` (0 or `BPF_F_LOCK`, all the
+    /// kernel takes there).
+    fn batch_opts(flags: u64) -> Result<libbpf_sys::bpf_map_batch_opts> {
+        if flags != 0 && flags != MapFlags::LOCK.bits() {
+            return Err(Error::Invalid(format!(
+                "batch flags {flags:#x} are not valid (0, or BPF_F_LOCK 4)"
+            )));
+        }
+        Ok(libbpf_sys::bpf_map_batch_opts {
+            sz: std::mem::size_of::<libbpf_sys::bpf_map_batch_opts>() as _,
+            elem_flags: flags,
+            flags: 0,
+        })
+    }
+
+    /// The number of elements in `keys` (and `values`, if given): whole keys and as many whole
+    /// values, else `Invalid` naming the map and the sizes.
+    fn batch_count(&self, keys: &[u8], values: Option<&[u8]>) -> Result<u32> {
+        let (key_size, value_size) = (self.key_size(), self.value_size());
+        if key_size == 0 || !keys.len().is_multiple_of(key_size) {
+            return Err(Error::Invalid(format!(
+                "keys of {} bytes for map {} are not whole {key_size}-byte keys",
+                keys.len(),
+                self.name()
+            )));
+        }
+        let n = keys.len() / key_size;
+        if let Some(values) = values {
+            if value_size == 0 || !values.len().is_multiple_of(value_size) {
+                return Err(Error::Invalid(format!(
+                    "values of {} bytes for map {} are not whole {value_size}-byte values",
+                    values.len(),
+                    self.name()
+                )));
+            }
+            if values.len() / value_size != n {
+                return Err(Error::Invalid(format!(
+                    "{n} keys ({} bytes) but {} values ({} bytes) for map {}",
+                    keys.len(),
+                    values.len() / value_size,
+                    values.len(),
+                    self.name()
+                )));
+            }
+        }
+        u32::try_from(n)
+            .map_err(|_| Error::Invalid(format!("{n} elements at once for map {}", self.name())))
+    }
+
+    /// The bytes of one value in a batch as the kernel lays it out: for a per-CPU map, each
+    /// CPU's value padded to 8 bytes.
+    fn batch_value_size(&self) -> usize {
+        let size = self.map.value_size() as usize;
+        if self.map.map_type().is_percpu() {
+            size.next_multiple_of(8) * self.cpus
+        } else {
+            size
+        }
+    }
+
+    /// Values laid out as here (each CPU's value right after the one before) in the kernel's
+    /// batch layout.
+    fn pack_values<'a>(&self, values: &'a [u8]) -> std::borrow::Cow<'a, [u8]> {
+        let size = self.map.value_size() as usize;
+        let padded = self.batch_value_size() / self.cpus;
+        if padded == size {
+            return values.into();
+        }
+        let mut out = vec![0u8; values.len() / size * padded];
+        for (from, to) in values.chunks_exact(size).zip(out.chunks_exact_mut(padded)) {
+            to[..size].copy_from_slice(from);
+        }
+        out.into()
+    }
+
+    /// Values in the kernel's batch layout laid out as here (the padding dropped).
+    fn unpack_values(&self, values: Vec<u8>) -> Vec<u8> {
+        let size = self.map.value_size() as usize;
+        let padded = self.batch_value_size() / self.cpus;
+        if padded == size {
+            return values;
+        }
+        values
+            .chunks_exact(padded)
+            .flat_map(|chunk| &chunk[..size])
+            .copied()
+            .collect()
+    }
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -188,6 +409,19 @@ pub struct TestRun {
     pub data: Vec<u8>,
     /// The mean time of one run, in nanoseconds, as the kernel measured it.
     pub duration_ns: u32,
+}
+
+/// One record of a program's JIT line table ([`PinnedProgram::jited_lines`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JitedLine {
+    /// The kernel address where the line's machine code starts.
+    pub address: u64,
+    /// The source file, as the compiler named it.
+    pub file: String,
+    /// Its line number.
+    pub line: u32,
+    /// The line's text.
+    pub text: String,
 }
 
 impl PinnedProgram {
@@ -253,6 +487,79 @@ impl PinnedProgram {
     pub fn run_stats(&self) -> Result<(u64, u64)> {
         let info = self.info()?;
         Ok((info.run_time_ns, info.run_cnt))
+    }
+
+    /// Where the program's machine code came from: for each line record of its BTF line info,
+    /// the kernel address its JIT-compiled code starts at and the source line (file, line
+    /// number, text), sorted by address, over the program and its subprograms. An address a
+    /// profiler samples belongs to the last record at or below it.
+    ///
+    /// # Errors
+    /// The kernel refusing the query, or a program loaded without BTF line info or not
+    /// JIT-compiled (the table would be empty).
+    pub fn jited_lines(&self) -> Result<Vec<JitedLine>> {
+        let what = || format!("reading the line info of program {}", self.path.display());
+        let counts = self.info()?;
+        let n = counts.nr_line_info as usize;
+        if n == 0 || counts.nr_jited_line_info as usize != n {
+            return Err(Error::Invalid(format!(
+                "{}: the kernel kept no JIT line info (built without -g, or not JIT-compiled)",
+                what()
+            )));
+        }
+        let mut line_info = vec![libbpf_sys::bpf_line_info::default(); n];
+        let mut addresses = vec![0u64; n];
+        let mut info = libbpf_sys::bpf_prog_info {
+            nr_line_info: n as u32,
+            line_info_rec_size: std::mem::size_of::<libbpf_sys::bpf_line_info>() as u32,
+            line_info: line_info.as_mut_ptr() as u64,
+            nr_jited_line_info: n as u32,
+            jited_line_info_rec_size: std::mem::size_of::<u64>() as u32,
+            jited_line_info: addresses.as_mut_ptr() as u64,
+            ..Default::default()
+        };
+        let mut len = std::mem::size_of_val(&info) as u32;
+        // SAFETY: the two arrays the info points at hold the `n` records of the sizes it gives,
+        // and live until the call returns.
+        let rc = unsafe {
+            libbpf_sys::bpf_prog_get_info_by_fd(self.fd.as_raw_fd(), &mut info, &mut len)
+        };
+        if rc < 0 {
+            return Err(Error::errno(what(), -rc));
+        }
+        // SAFETY: btf__load_from_kernel_by_id returns an owned BTF object or an error pointer.
+        let btf = unsafe { libbpf_sys::btf__load_from_kernel_by_id(counts.btf_id) };
+        // SAFETY: libbpf_get_error reads the pointer's value only.
+        let err = unsafe { libbpf_sys::libbpf_get_error(btf.cast()) };
+        if btf.is_null() || err != 0 {
+            return Err(Error::errno(what(), (-err) as i32));
+        }
+        let name = |off: u32| -> String {
+            // SAFETY: `btf` is valid until freed below; an offset out of its string section
+            // gives NULL, a valid one a NUL-terminated string inside the object.
+            let ptr = unsafe { libbpf_sys::btf__name_by_offset(btf, off) };
+            if ptr.is_null() {
+                return String::new();
+            }
+            // SAFETY: see above.
+            unsafe { std::ffi::CStr::from_ptr(ptr) }
+                .to_string_lossy()
+                .into_owned()
+        };
+        let mut lines: Vec<JitedLine> = addresses
+            .iter()
+            .zip(&line_info)
+            .map(|(address, line)| JitedLine {
+                address: *address,
+                file: name(line.file_name_off),
+                line: line.line_col >> 10,
+                text: name(line.line_off),
+            })
+            .collect();
+        // SAFETY: `btf` came from btf__load_from_kernel_by_id and is freed once.
+        unsafe { libbpf_sys::btf__free(btf) };
+        lines.sort_by_key(|line| line.address);
+        Ok(lines)
     }
 
     /// Runs the program on `frame` as if received on `ingress_ifindex`, `repeat` times in one

@@ -129,6 +129,36 @@ impl PyMap {
         self.get()?.update(key, value, flags).map_err(to_py)
     }
 
+    /// Every element of the map at once: (keys, values), the keys one after another and the
+    /// values in the same order (every CPU's, for a per-CPU map, as lookup gives them); for an
+    /// array every index is an element. `flags` BPF_F_LOCK reads each value under its spin lock.
+    #[pyo3(signature = (flags = 0))]
+    fn lookup_batch<'py>(
+        &self,
+        py: Python<'py>,
+        flags: u64,
+    ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+        let map = self.get()?;
+        let (keys, values) = py.detach(|| map.lookup_batch(flags)).map_err(to_py)?;
+        Ok((PyBytes::new(py, &keys), PyBytes::new(py, &values)))
+    }
+
+    /// Writes many elements in one call: `keys` whole keys one after another, `values` as many
+    /// whole values in the same order; ValueError if they are not.
+    #[pyo3(signature = (keys, values, flags = 0))]
+    fn update_batch(&self, py: Python<'_>, keys: &[u8], values: &[u8], flags: u64) -> PyResult<()> {
+        let map = self.get()?;
+        py.detach(|| map.update_batch(keys, values, flags))
+            .map_err(to_py)
+    }
+
+    /// Deletes the elements at `keys` (whole keys one after another) in one call, of a hash
+    /// map; BpfError (ENOENT) if one is not there, after deleting those before it.
+    fn delete_batch(&self, py: Python<'_>, keys: &[u8]) -> PyResult<()> {
+        let map = self.get()?;
+        py.detach(|| map.delete_batch(keys)).map_err(to_py)
+    }
+
     /// Closes the map's descriptor (the pinned map stays); safe to call twice.
     fn close(&mut self) {
         self.map = None;
@@ -193,6 +223,16 @@ impl PyProgram {
     /// (run_time_ns, run_cnt), counted while run-time statistics are on (RunTimeStats).
     fn run_stats(&self) -> PyResult<(u64, u64)> {
         self.get()?.run_stats().map_err(to_py)
+    }
+
+    /// The program's JIT line table: (kernel address, source file, line number, line text)
+    /// per BTF line record, sorted by address (what a profiler's sampled addresses map to).
+    fn jited_lines(&self) -> PyResult<Vec<(u64, String, u32, String)>> {
+        let lines = self.get()?.jited_lines().map_err(to_py)?;
+        Ok(lines
+            .into_iter()
+            .map(|l| (l.address, l.file, l.line, l.text))
+            .collect())
     }
 
     /// Runs the program on `frame` as if received on `ingress_ifindex`, `repeat` times in one
