@@ -17,13 +17,16 @@
 /* Slots of the array `port_of_ifindex` (a power of two above FRER_MAX_PORTS): interface ifindex
  * is looked for from slot ifindex % FRER_PORT_SLOTS on (struct frer_port_slot). */
 #define FRER_PORT_SLOTS 64
-/* Streams (handles) of one data plane: entries of the hash maps `streams` and `seqgen`; a
- * stream index is a __u16. The per-stream maps are hash maps allocated as entries are written
- * (BPF_F_NO_PREALLOC): an unused capacity costs only its hash buckets (16 bytes each), so a
- * node with few streams stays small and one with 64k takes what its streams use. */
+/* Streams (handles) of one data plane; a stream index is a __u16. The per-stream state is in
+ * arrays indexed by it (`streams`, `seqgen`; `rcvy` and `stream_port_stats` by indices made
+ * from it): an array lookup is a bounds check and an indexed load the verifier inlines, where
+ * a hash lookup hashes the key and walks a bucket (the identity hash is the only hash lookup
+ * of a frame). The loader sizes each array to its node (python/frerlab/dataplane/node.py
+ * map_shapes); the sizes here are only defaults. */
 #ifndef FRER_MAX_STREAMS
 #define FRER_MAX_STREAMS 65536
 #endif
+#define FRER_DEFAULT_STREAMS 1024
 /* Identities scanned in order per frame (the array `identities`): the loop bound of the scan.
  * Identities whose shape is hashed (identity_hash) are not scanned. */
 #ifndef FRER_MAX_IDENTITIES
@@ -36,20 +39,6 @@
 /* Shapes of hashed identities (the fields they compare, their VLAN rule and their ports): one
  * hash lookup per frame and shape on one of its ports. */
 #define FRER_MAX_SHAPES 4
-/* Recovery functions (entries of `rcvy` and `rcvy_reset_requests`). */
-#ifndef FRER_MAX_RCVY
-#define FRER_MAX_RCVY 65536
-#endif
-/* (stream, port) counter entries of `stream_port_stats`. Unlike the other hash maps it is
- * preallocated: an element of a BPF_F_NO_PREALLOC per-CPU hash comes from a cache the kernel
- * refills with atomic per-CPU allocations, which only find per-CPU pages already populated, so
- * 200k entries written in a row (a 64k-stream node configured) were refused (ENOMEM) whenever
- * the per-CPU allocator was behind, which depended on what ran before. Preallocated, every
- * element is allocated when the map is created, where the kernel may sleep; the loader sizes it
- * to the pairs its ports allow (python/frerlab/dataplane/node.py map_shapes). */
-#ifndef FRER_MAX_STREAM_PORTS
-#define FRER_MAX_STREAM_PORTS 262144
-#endif
 /* Copies of one stream (stream split / replication): the issue asks for 2..8 member ports. */
 #define FRER_MAX_OUTPUTS 8
 /* Distinct sets of output ports of the XDP streams with more than one output (xdp_copies). */
@@ -58,8 +47,9 @@
 #define FRER_HISTORY_MAX 1024
 #define FRER_HISTORY_WORDS (FRER_HISTORY_MAX / 64)
 /* Recovery instances per stream: index 0 is the compound stream's sequence recovery, index
- * 1 + p the individual recovery of the member stream arriving on port p. The `rcvy` key of
- * instance i of stream s is s * FRER_RCVY_PER_STREAM + i (a sparse key: `rcvy` is a hash). */
+ * 1 + p the one placed on port p or the individual recovery whose first port is p. Instance i
+ * of a stream is entry rcvy_base + i of `rcvy` (struct frer_stream): the loader gives each
+ * stream as many entries as its highest instance needs, one after the other's. */
 #define FRER_RCVY_PER_STREAM (1 + FRER_MAX_PORTS)
 
 #define FRER_RTAG_ETHERTYPE 0xF1C1
@@ -88,7 +78,7 @@ struct frer_id_shape {
 	__u32 port_mask;  /* the ports of every identity of the shape */
 };
 
-/* Global settings of a data plane: array map `settings`, one entry. 88 bytes. */
+/* Global settings of a data plane: array map `settings`, one entry. 96 bytes. */
 struct frer_settings {
 	__u32 n_identities;  /* entries of `identities` in use, scanned in order */
 	__u32 bridge_ports;  /* mask of ports that plain-forward (learning bridge) other frames */
@@ -97,6 +87,8 @@ struct frer_settings {
 	__u64 fixed_now_ns;  /* the clock under FRER_SETTING_FIXED_CLOCK (vector replay) */
 	__u16 pvid[FRER_MAX_PORTS]; /* per port: the VID of untagged and VID 0 frames (802.1Q 6.9) */
 	struct frer_id_shape shape[FRER_MAX_SHAPES];
+	__u32 port_stride;   /* entries of stream_port_stats per stream: the node's ports */
+	__u32 pad;
 };
 
 /* frer_identity.fields: which parameters must match (a clear bit means "any"). */
@@ -192,8 +184,13 @@ struct frer_output {
 #define FRER_STREAM_ENCODE 0x8     /* copies leave with an R-TAG (else it is removed) */
 #define FRER_STREAM_PER_COPY 0x10  /* XDP: each copy is rewritten for its port after the
 				    * broadcast (frer_xdp_copy), as its outputs' rewrites differ */
+#define FRER_STREAM_COARSE_CLOCK 0x20 /* its recovery functions run on the kernel's coarse clock
+				       * (one tick's resolution, a few ns to read; the precise
+				       * one costs ~25 ns more a read here): the loader sets it
+				       * when no reset timeout of the stream is short enough for a
+				       * tick to matter (python/frerlab/dataplane/node.py) */
 
-/* What one node does with one stream. Hash map `streams` (key: the stream index), 160 bytes. Recovery instances
+/* What one node does with one stream. Array `streams` (by stream index), 160 bytes. Recovery instances
  * beyond the compound one (index 0 of the stream's `rcvy` entries) are per port: a sequence
  * recovery function placed on port p (bit p of rcvy_ports: frames of the stream received on p,
  * and copies sent out of p, pass through instance 1 + p), and the individual recovery
@@ -204,14 +201,14 @@ struct frer_stream {
 	__u8 n_outputs;  /* 0 drops the stream */
 	__u8 pad;
 	__u16 copies;    /* XDP, more than one output: its output ports' entry of xdp_copies */
-	struct frer_output out[FRER_MAX_OUTPUTS];
 	__u32 rcvy_ports;
+	__u32 rcvy_base; /* its instance 0's entry of `rcvy` */
 	__u8 individual[FRER_MAX_PORTS];
-	__u32 pad2;
+	struct frer_output out[FRER_MAX_OUTPUTS]; /* from byte 32: with one or two outputs, all a
+						     * frame reads is in the first 64 bytes */
 };
 
-/* Sequence generation (7.4.1). Hash map `seqgen`, per stream (written for every stream
- * numbered here). */
+/* Sequence generation (7.4.1). Array `seqgen`, by stream index. */
 struct frer_seqgen {
 	__u32 next;      /* GenSeqNum is next mod 65536; incremented atomically */
 	__u32 pad;
@@ -228,11 +225,13 @@ struct frer_seqgen {
 #define FRER_RCVY_INDIVIDUAL 0x4       /* frerSeqRcvyIndividualRecovery: discards reload the timer */
 
 /* One sequence recovery function (7.4.2-7.4.3): configuration, state and clause-10 counters
- * under one spin lock. Hash map `rcvy`, key stream * FRER_RCVY_PER_STREAM + instance.
- * The history is a ring: bit (n mod 1024) stands for sequence number n; only the numbers in
- * the window RecovSeqNum-HL+1 .. RecovSeqNum may have their bit set. 240 bytes. A management
- * reset (frerSeqRcvyReset) is asked for by incrementing the function's entry in the array map
- * `rcvy_reset_requests` (one __u32 per function): the next packet finds it ahead of
+ * under one spin lock. Array `rcvy`, entry rcvy_base + instance of its stream. 256 bytes, laid
+ * out for the cache: what every packet reads or writes in the first 64 bytes, the counters of
+ * rarer events in the next 64, then the history, of which a packet touches one word. The
+ * history is a ring: bit (n mod 1024) stands for sequence number n; only the numbers in the
+ * window RecovSeqNum-HL+1 .. RecovSeqNum may have their bit set. A management reset
+ * (frerSeqRcvyReset) is asked for by incrementing the function's entry in the array map
+ * `rcvy_reset_requests` (one __u32 per function, same index): the next packet finds it ahead of
  * resets_requested and resets the function under its lock, so no counter update is lost. */
 struct frer_rcvy {
 	struct bpf_spin_lock lock;
@@ -246,20 +245,23 @@ struct frer_rcvy {
 	__u8 pad;
 	__u16 span;              /* numbers from the first accepted since a reset, capped at HL */
 	__u16 pad2;
-	__u64 history[FRER_HISTORY_WORDS];
+	__u32 resets_requested;  /* the `rcvy_reset_requests` count acted on */
+	__u32 pad3;
+	__u64 last_pass_ns;      /* when a tagged packet last passed */
 	__u64 passed;            /* frerCpsSeqRcvyPassedPackets */
 	__u64 discarded;         /* frerCpsSeqRcvyDiscardedPackets */
+	/* 64 bytes on */
 	__u64 out_of_order;      /* frerCpsSeqRcvyOutOfOrderPackets */
 	__u64 rogue;             /* frerCpsSeqRcvyRoguePackets */
 	__u64 lost;              /* frerCpsSeqRcvyLostPackets */
 	__u64 tagless;           /* frerCpsSeqRcvyTaglessPackets */
 	__u64 resets;            /* frerCpsSeqRcvyResets */
-	__u64 last_pass_ns;      /* when a tagged packet last passed (bpf_ktime_get_ns) */
 	__u64 last_rogue_ns;     /* when a rogue packet last arrived: a member locked out (see
 				  * RecoveryParams::lockout_free_rate in crates/frer) sees only
 				  * rogues, long after its last pass */
-	__u32 resets_requested;  /* the `rcvy_reset_requests` count acted on */
-	__u32 pad3;
+	__u64 pad4[2];
+	/* 128 bytes on */
+	__u64 history[FRER_HISTORY_WORDS];
 };
 
 /* Per-port counters (per-CPU array `port_stats`, by port index). */
@@ -278,9 +280,8 @@ struct frer_port_stats {
 				 * have numbered, eliminated or re-tagged as one: dropped */
 };
 
-/* Per port and stream counters (per-CPU hash `stream_port_stats`, key stream * MAX_PORTS + port,
- * made zero when the node is configured or by the program on the pair's first frame; no entry:
- * all zero),
+/* Per port and stream counters (per-CPU array `stream_port_stats`, entry
+ * stream * port_stride + port),
  * by where the stream identification function sits (802.1CB 9.1.1, the YANG in-facing and
  * out-facing containers): frames received are identified out-facing (coming from the physical
  * interface), frames the host sends in-facing (coming from the system). */
@@ -355,34 +356,30 @@ struct {
 } identity_hash SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, FRER_MAX_STREAMS);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, FRER_DEFAULT_STREAMS);
 	__type(key, __u32);
 	__type(value, struct frer_stream);
 } streams SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, FRER_MAX_STREAMS);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, FRER_DEFAULT_STREAMS);
 	__type(key, __u32);
 	__type(value, struct frer_seqgen);
 } seqgen SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, FRER_MAX_RCVY);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, FRER_DEFAULT_STREAMS * FRER_RCVY_PER_STREAM);
 	__type(key, __u32);
 	__type(value, struct frer_rcvy);
 } rcvy SEC(".maps");
 
 /* management resets asked for, per recovery function (see struct frer_rcvy) */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, FRER_MAX_RCVY);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, FRER_DEFAULT_STREAMS * FRER_RCVY_PER_STREAM);
 	__type(key, __u32);
 	__type(value, __u32);
 } rcvy_reset_requests SEC(".maps");
@@ -395,8 +392,8 @@ struct {
 } port_stats SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(max_entries, FRER_MAX_STREAM_PORTS);
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, FRER_DEFAULT_STREAMS * FRER_MAX_PORTS);
 	__type(key, __u32);
 	__type(value, struct frer_stream_port_stats);
 } stream_port_stats SEC(".maps");
@@ -933,16 +930,16 @@ static __always_inline struct frer_port_stats *port_stats_of(__u32 port)
 	return bpf_map_lookup_elem(&port_stats, &port);
 }
 
-/* The counters of a stream on a port, made (zero) on the pair's first frame; NULL only when
- * stream_port_stats is full (the frame is then not counted there). */
+/* The counters of a stream on a port; NULL only past the end of stream_port_stats. */
 static __always_inline struct frer_stream_port_stats *sp_stats_of(__u32 stream, __u32 port)
 {
-	__u32 key = stream * FRER_MAX_PORTS + port;
-	struct frer_stream_port_stats *sp = bpf_map_lookup_elem(&stream_port_stats, &key), zero = {};
+	__u32 zero = 0;
+	struct frer_settings *s = bpf_map_lookup_elem(&settings, &zero);
+	__u32 key;
 
-	if (sp)
-		return sp;
-	bpf_map_update_elem(&stream_port_stats, &key, &zero, BPF_NOEXIST);
+	if (!s)
+		return 0;
+	key = stream * s->port_stride + port;
 	return bpf_map_lookup_elem(&stream_port_stats, &key);
 }
 
@@ -964,15 +961,18 @@ static __always_inline int frer_identify_tagged(__u32 port, __u32 direction, con
 	return FRER_BAD_RTAG;
 }
 
-static __always_inline __u64 now_ns(const struct frer_settings *s)
+/* The time for the recovery functions of a stream of flags `stream_flags`. */
+static __always_inline __u64 now_ns(const struct frer_settings *s, __u32 stream_flags)
 {
 	if (s->flags & FRER_SETTING_FIXED_CLOCK)
 		return s->fixed_now_ns;
+	if (stream_flags & FRER_STREAM_COARSE_CLOCK)
+		return bpf_ktime_get_coarse_ns();
 	return bpf_ktime_get_ns();
 }
 
 /* The frame's sequence number (has_seq: it has one) and the time, for the recovery functions
- * it passes through; base: the stream's first `rcvy` index. */
+ * it passes through; base: the stream's instance 0's `rcvy` index. */
 struct recovery_ctx {
 	__u32 base;
 	__u32 has_seq;
@@ -988,7 +988,7 @@ static __always_inline int frer_stream_in(const struct frer_settings *s, const s
 					  __u32 stream, __u32 port, const struct frame *f,
 					  struct frer_port_stats *ps, struct recovery_ctx *rc)
 {
-	rc->base = stream * FRER_RCVY_PER_STREAM;
+	rc->base = st->rcvy_base;
 	rc->has_seq = f->rtag;
 	rc->seq = f->seq;
 	rc->now = 0;
@@ -1004,7 +1004,7 @@ static __always_inline int frer_stream_in(const struct frer_settings *s, const s
 	if ((st->flags & (FRER_STREAM_INDIVIDUAL | FRER_STREAM_RECOVER)) || st->rcvy_ports) {
 		__u32 individual = st->individual[port % FRER_MAX_PORTS];
 
-		rc->now = now_ns(s);
+		rc->now = now_ns(s, st->flags);
 		if (((st->flags & FRER_STREAM_INDIVIDUAL) && individual &&
 		     frer_recover(rc->base + individual, rc->has_seq, rc->seq, rc->now) == VERDICT_DISCARD) ||
 		    ((st->rcvy_ports & (1u << port)) &&

@@ -23,7 +23,7 @@ import pytest
 
 from frerlab import bpfsys
 from frerlab.dataplane import layout
-from frerlab.dataplane.node import ARRAY_STREAMS, OBJECT, XDP_OBJECT, map_shapes, open_maps, write_port
+from frerlab.dataplane.node import OBJECT, XDP_OBJECT, map_shapes, open_maps, write_port
 from frerlab.netns import Namespaces, entered, link_info
 from frerlab.processes import command_line
 from frerlab.testbed import bed
@@ -113,14 +113,15 @@ def processes_naming(*texts: str, namespace: str | None = None) -> list[str]:
     return found
 
 
-#: The per-stream maps as a node of few streams has them (arrays) and as one of many (hash maps).
-SHAPES = {"array": map_shapes(1), "hash": map_shapes(ARRAY_STREAMS + 1)}
+#: The per-stream arrays as a node of few streams has them and as one of 64k (one `rcvy` entry
+#: per stream instead of one per possible instance).
+SHAPES = {"small": map_shapes(1), "large": map_shapes(layout.MAX_STREAMS)}
 
 
 @contextmanager
 def _pinned(name: str, shapes: dict[str, tuple[str, int]] | None = None):
-    """bpf/build/frer.o built, loaded (its maps reshaped by `shapes`, default none: hash
-    maps) and pinned under `name`: (pin dir, its maps, the frer_ingress program); everything is
+    """bpf/build/frer.o built, loaded (its maps reshaped by `shapes`, default none: the
+    object's own sizes) and pinned under `name`: (pin dir, its maps, the frer_ingress program); everything is
     removed afterwards."""
     subprocess.run(["make", "-s", "-C", str(ROOT / "bpf")], check=True)
     pin_dir = bpfsys.BPFFS / name
@@ -172,7 +173,7 @@ class HookRunner:
             return self.prog.test_run(frame, self.ifindexes[port])[:2]
 
 
-@pytest.fixture(scope="module", params=["tc-array", "xdp-array", "tc-hash", "xdp-hash"])
+@pytest.fixture(scope="module", params=["tc-small", "xdp-small", "tc-large", "xdp-large"])
 def hook_runner(request):
     """A HookRunner for each hook and each shape of the per-stream maps (SHAPES) in turn, each
     on a frer.o of its own; for XDP, frer_xdp.o loaded on its maps, and four veth ends in a

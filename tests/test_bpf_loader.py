@@ -20,7 +20,7 @@ from conftest import NEEDS_BPF, ROOT
 from frerlab import bpfsys
 from frerlab.dataplane import control, layout
 from frerlab.dataplane.config import load_config, parse_config
-from frerlab.dataplane.node import ARRAY_STREAMS, OBJECT, PIN_ROOT, Node
+from frerlab.dataplane.node import ARRAY_STREAMS, CLOCK_MONOTONIC_COARSE, COARSE_TIMEOUT_TICKS, OBJECT, PIN_ROOT, Node
 from frerlab.netns import Namespaces, entered, link_info
 
 pytestmark = NEEDS_BPF
@@ -142,28 +142,47 @@ PER_STREAM_MAPS = ("streams", "seqgen", "rcvy", "rcvy_reset_requests", "stream_p
 
 
 @pytest.mark.parametrize("streams", [1, ARRAY_STREAMS, ARRAY_STREAMS + 1, layout.MAX_STREAMS])
-def test_a_node_keeps_few_streams_in_arrays_and_many_in_hash_maps(streams):
+def test_a_node_keeps_its_streams_in_arrays_sized_to_them(streams):
     with Namespaces(prefix()) as net:
         net.add("x")
         net.link("x", "pa", "x", "pb")
         with Node(f"{net.prefix}-n", net.ns["x"], ["pa", "pb"], xdp=True, streams=streams) as node:
             kinds = {name: node.maps[name].kind for name in PER_STREAM_MAPS}
-            if streams <= ARRAY_STREAMS:
-                assert kinds == {"streams": "array", "seqgen": "array", "rcvy": "array",
-                                 "rcvy_reset_requests": "array", "stream_port_stats": "percpu_array"}
-                assert node.capacity == ARRAY_STREAMS
-                assert node.maps["rcvy"].max_entries == ARRAY_STREAMS * layout.RCVY_PER_STREAM
-            else:
-                assert kinds == {"streams": "hash", "seqgen": "hash", "rcvy": "hash",
-                                 "rcvy_reset_requests": "hash", "stream_port_stats": "percpu_hash"}
-                assert node.capacity == layout.MAX_STREAMS
-            node.add_stream(node.capacity - 1, ingress=["pa"], outputs=["pb"], generate=True, encode=True)
+            assert kinds == {"streams": "array", "seqgen": "array", "rcvy": "array",
+                             "rcvy_reset_requests": "array", "stream_port_stats": "percpu_array"}
+            room = max(streams, ARRAY_STREAMS)
+            assert node.capacity == room
+            assert node.maps["stream_port_stats"].max_entries == room * 2  # its two ports
+            # every instance of every stream while that fits layout.MAX_RCVY, else one each
+            assert node.maps["rcvy"].max_entries == (room * layout.RCVY_PER_STREAM if streams <= 3000 else room)
+            recovery = layout.RecoveryConfig()
+            node.add_stream(node.capacity - 1, ingress=["pa"], outputs=["pb"], generate=True, encode=True,
+                            recovery=recovery)
             assert node.generation_counters(node.capacity - 1) == {"generated": 0, "resets": 0}
+            assert node.rcvy_index(node.capacity - 1) == 0  # the first recovery function added
             with pytest.raises(ValueError, match=f"{node.capacity + 1} streams do not fit data plane "
                                                  f"'{net.prefix}-n': it was loaded for at most {node.capacity}"):
                 node.add_stream(node.capacity, ingress=["pa"], outputs=["pb"])
     with pytest.raises(ValueError, match=r"streams 0 is out of range \(1..=65536\)"):
         Node("n", None, ["a"], streams=0)
+
+
+def test_a_stream_runs_on_the_coarse_clock_only_where_a_tick_cannot_matter():
+    """A reset timeout of at least COARSE_TIMEOUT_TICKS ticks of the coarse clock (1 s at HZ
+    250), or none, puts the stream on that clock; a shorter one keeps the precise clock."""
+    tick_ns = time.clock_getres(CLOCK_MONOTONIC_COARSE) * 1e9
+    long_enough = int(COARSE_TIMEOUT_TICKS * tick_ns)
+    timeouts = {0: long_enough, 1: long_enough - 1, 2: 100_000_000, 3: None}
+    with Namespaces(prefix()) as net:
+        net.add("x")
+        net.link("x", "pa", "x", "pb")
+        with Node(f"{net.prefix}-clk", net.ns["x"], ["pa", "pb"]) as node:
+            for stream, timeout in timeouts.items():
+                node.add_stream(stream, ingress=["pa"], outputs=["pb"],
+                                recovery=layout.RecoveryConfig(reset_timeout_ns=timeout))
+            coarse = [bool(layout.STREAM_HEAD.unpack_from(node.maps["streams"].lookup(layout.key(s)))[0]
+                           & layout.STREAM_COARSE_CLOCK) for s in timeouts]
+    assert coarse == [True, False, tick_ns * COARSE_TIMEOUT_TICKS <= 100_000_000, True]
 
 
 def test_copies_rewritten_per_port_get_frer_xdp_copy_and_no_generic_xdp():

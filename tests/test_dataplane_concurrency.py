@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 
 import pytest
 from conftest import IFINDEX_BASE, NEEDS_BPF
@@ -45,11 +46,15 @@ def on_cpu(cpu: int, work) -> threading.Thread:
     return threading.Thread(target=run)
 
 
-def test_two_paths_on_two_cpus_pass_each_number_once_and_never_reset(frer_pinned):
+CLOCKS = {"precise": 0, "coarse": layout.STREAM_COARSE_CLOCK}
+
+
+@pytest.mark.parametrize("clock", CLOCKS)
+def test_two_paths_on_two_cpus_pass_each_number_once_and_never_reset(frer_pinned, clock):
     _, maps, prog = frer_pinned
     # a long timeout: any reset while both paths deliver is a false one (a wrapped time
     # difference), not a real expiry
-    configure(maps, layout.STREAM_RECOVER,
+    configure(maps, layout.STREAM_RECOVER | CLOCKS[clock],
               layout.RecoveryConfig("vector", 1024, reset_timeout_ns=10_000_000_000))
     frames = [push_rtag(FRAME, n) for n in range(NUMBERS)]
     errors = []
@@ -74,6 +79,24 @@ def test_two_paths_on_two_cpus_pass_each_number_once_and_never_reset(frer_pinned
     # re-injection (let through once, uncounted), the runs after that without its R-TAG
     counted = sum(c[k] for k in ("passed_packets", "discarded_packets", "rogue_packets", "tagless_packets"))
     assert counted + c["passed_packets"] == 2 * NUMBERS * REPEAT
+
+
+@pytest.mark.parametrize("clock", CLOCKS)
+def test_a_reset_timeout_runs_out_on_the_real_clock(frer_pinned, clock):
+    """300 ms: a duplicate 200 ms after the pass is still one (a discard reloads nothing), the
+    same frame 600 ms after the pass is taken afresh (the function reset), on either clock (the
+    coarse one is at most a tick, 4 ms at HZ 250, behind)."""
+    _, maps, prog = frer_pinned
+    configure(maps, layout.STREAM_RECOVER | CLOCKS[clock], layout.RecoveryConfig("vector", 32, reset_timeout_ns=300_000_000))
+    frame = push_rtag(FRAME, 7)
+    verdicts = [prog.test_run(frame, IFINDEX_BASE)[0]]
+    time.sleep(0.2)
+    verdicts.append(prog.test_run(frame, IFINDEX_BASE)[0])
+    time.sleep(0.4)
+    verdicts.append(prog.test_run(frame, IFINDEX_BASE)[0])
+    c = layout.rcvy_counters(maps["rcvy"].lookup(layout.key(0)))
+    assert (c["passed_packets"], c["discarded_packets"], c["resets"]) == (2, 1, 1)
+    assert verdicts[1] == layout.TC_ACT_SHOT and verdicts[0] == verdicts[2] != layout.TC_ACT_SHOT
 
 
 def test_counters_are_read_whole_while_another_cpu_updates_them(frer_pinned):

@@ -1,11 +1,11 @@
 """The memory of the data plane's nodes when several are built and removed in a row, in the
-order the suite builds them: nodes of few streams on arrays, then 64k-stream nodes on hash maps.
-A 64k-stream node's configuration writes about 200,000 per-CPU counter entries
-(stream_port_stats); while that map allocated each entry as it was written, the kernel took it
-from a cache refilled with per-CPU memory it may not populate on the spot, and the 64k-stream
-test failed with ENOMEM or not depending on what ran before it. The map is now preallocated
-when the node loads (bpf/frer_common.h): the first test checks that it is, the second builds the
-nodes in the order that failed."""
+order the suite builds them: nodes of few streams, then 64k-stream nodes. A 64k-stream node's
+configuration writes about 200,000 per-CPU counter entries (stream_port_stats); while that map
+was a hash allocating each entry as it was written, the kernel took it from a cache refilled
+with per-CPU memory it may not populate on the spot, and the 64k-stream test failed with ENOMEM
+or not depending on what ran before it. Every per-stream map is now an array allocated whole
+when the node loads: the first test checks that it is, the second builds the nodes in the order
+that failed, the third applies a second configuration over a first."""
 
 from __future__ import annotations
 
@@ -42,10 +42,10 @@ def plans():
     return {n: spread_config("sw2", n, 32, f"mem{n}").plan for n in (ARRAY_STREAMS, layout.MAX_STREAMS)}
 
 
-def test_a_node_on_hash_maps_allocates_its_per_cpu_counters_when_it_loads(ports):
+def test_a_64k_stream_node_allocates_its_per_cpu_counters_when_it_loads(ports):
     with Node(f"frerlab-test-{os.getpid()}-prealloc", ports, PORTS, streams=layout.MAX_STREAMS) as node:
         stats = node.maps["stream_port_stats"]
-        assert (stats.kind, stats.max_entries) == ("percpu_hash", layout.MAX_STREAMS * len(PORTS))
+        assert (stats.kind, stats.max_entries) == ("percpu_array", layout.MAX_STREAMS * len(PORTS))
         assert stats.memlock >= stats.max_entries * layout.STREAM_PORT_STATS.size * possible_cpus()
 
 
@@ -58,3 +58,18 @@ def test_64k_streams_configure_after_nodes_built_and_removed_before(ports, plans
             assert node.stream_port_counters(last, PORTS.index(SWITCH_HOST_PORT))["output"] == 0
             pin_dir = node.pin_dir
         assert not pin_dir.exists()
+
+
+def test_a_second_configuration_leaves_nothing_of_the_first(ports, plans):
+    few = spread_config("sw2", 10, 32, "mem10").plan
+    with Node(f"frerlab-test-{os.getpid()}-again", ports, PORTS, streams=ARRAY_STREAMS) as node:
+        node.apply(plans[ARRAY_STREAMS])
+        assert len(node.maps["identity_hash"].lookup_batch()[0]) == len(plans[ARRAY_STREAMS].hashed) * layout.ID_KEY.size
+        node.apply(few)
+        hashed, _ = node.maps["identity_hash"].lookup_batch()
+        assert sorted(hashed[i:i + layout.ID_KEY.size] for i in range(0, len(hashed), layout.ID_KEY.size)) \
+            == sorted(few.hashed)
+        outputs = [layout.STREAM_HEAD.unpack_from(node.maps["streams"].lookup(layout.key(s)))[1]
+                   for s in (9, 10, ARRAY_STREAMS - 1)]
+        assert outputs == [1, 0, 0], "streams past the second configuration's have no outputs"
+        assert node.rcvy_index(9) == 9

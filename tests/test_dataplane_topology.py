@@ -18,7 +18,6 @@ import pytest
 from conftest import NEEDS_BPF
 
 from frerlab.dataplane import layout
-from frerlab.dataplane.node import ARRAY_STREAMS
 from frerlab.dataplane.twopath import PATH_A, PATH_B, TwoPath
 
 pytestmark = NEEDS_BPF
@@ -81,12 +80,12 @@ def test_plain_baseline_loses_what_is_sent_during_a_cut():
 
 
 @pytest.mark.parametrize("mode", ["frer", "xdp-frer"])
-def test_frer_on_hash_maps_delivers_each_frame_once(mode):
-    with TwoPath(mode, room=ARRAY_STREAMS + 1) as net:
-        kinds = {node.maps["rcvy"].kind for node in (net.sw1, net.sw2)}
+def test_frer_in_a_node_with_room_for_64k_streams_delivers_each_frame_once(mode):
+    with TwoPath(mode, room=layout.MAX_STREAMS) as net:
+        rooms = {node.maps["rcvy"].max_entries for node in (net.sw1, net.sw2)}
         stream = stream_through(net, 3000)
         counters = net.sw2.recovery_counters(0)
-    assert kinds == {"hash"}
+    assert rooms == {layout.MAX_STREAMS}
     assert (stream["expected"], stream["unique"], stream["lost"], stream["duplicates"]) == (3000, 3000, 0, 0)
     assert counters["discarded_packets"] == counters["passed_packets"] >= 3000
 

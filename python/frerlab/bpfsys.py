@@ -18,9 +18,12 @@ last words. Invalid arguments raise ValueError.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from frerlab._native import BpfError
@@ -69,9 +72,10 @@ def load_and_pin(obj: Path, pin_dir: Path, reuse: Path | None = None,
     gives maps of the object another type and size before they are made (name -> (libbpf's
     type name, max_entries); an array drops BPF_F_NO_PREALLOC). Leaves nothing pinned if
     loading fails."""
-    ensure_bpffs()
     try:
-        _load_and_pin(obj, pin_dir, reuse, shapes)
+        with _bpffs_lock(exclusive=False):
+            ensure_bpffs()
+            _load_and_pin(obj, pin_dir, reuse, shapes)
     except BaseException:
         _release_bpffs()
         raise
@@ -96,14 +100,29 @@ def unpin(pin_dir: Path) -> None:
     _release_bpffs()
 
 
+@contextmanager
+def _bpffs_lock(exclusive: bool) -> Iterator[None]:
+    """An flock on RUN_DIR's parent directory (which always exists, where a lock file would
+    outlive the run): a loader holds it shared from mounting BPFFS to its first pin, the
+    unmount exclusive, so that no frerlab process unmounts the file system (taking every pin
+    with it) between another's mount and its pins."""
+    fd = os.open(RUN_DIR.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(fd)
+
+
 def _release_bpffs() -> None:
     """Unmounts BPFFS when it holds only the kernel's debug files and the empty state
     directories tc creates (ip, tc/globals, xdp): nothing of any run is left in it."""
-    if not os.path.ismount(BPFFS):
-        return
-    for path in BPFFS.rglob("*"):
-        if path.name not in ("progs.debug", "maps.debug") and not (path.is_dir() or path.is_symlink()):
+    with _bpffs_lock(exclusive=True):
+        if not os.path.ismount(BPFFS):
             return
-    subprocess.run(["umount", str(BPFFS)], capture_output=True)
-    if not os.path.ismount(BPFFS):
-        remove_if_empty(BPFFS)
+        for path in BPFFS.rglob("*"):
+            if path.name not in ("progs.debug", "maps.debug") and not (path.is_dir() or path.is_symlink()):
+                return
+        subprocess.run(["umount", str(BPFFS)], capture_output=True)
+        if not os.path.ismount(BPFFS):
+            remove_if_empty(BPFFS)

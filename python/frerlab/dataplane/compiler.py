@@ -86,10 +86,18 @@ def compile_node(cfg: NodeConfig) -> NodePlan:
     if len(set(ports)) != len(ports):
         raise ValueError(f"ports {ports} name a port twice")
 
+    port_of = {name: index for index, name in enumerate(ports)}
+
     def port_index(name: str, where: str) -> int:
-        if name not in ports:
+        if name not in port_of:
             raise ValueError(f"{where}: port {name!r} is not one of ports ({', '.join(ports)})")
-        return ports.index(name)
+        return port_of[name]
+
+    def port_mask(names: list[str], where: str) -> int:
+        mask = 0
+        for name in names:
+            mask |= 1 << port_index(name, where)
+        return mask
 
     for kind, entries in (("stream-identity", cfg.stream_identity),
                           ("sequence-generation", cfg.sequence_generation),
@@ -99,8 +107,9 @@ def compile_node(cfg: NodeConfig) -> NodePlan:
             raise ValueError(f"{kind}: index values must be unique, got {indices}")
     # handles that only name the per-copy rewrite of a split (active identities placed
     # out-facing, nowhere identifying) are not streams of their own
-    identifying = {i.handle for i in cfg.stream_identity
-                   if i.received() or not i.dmac_vlan_stream_identification}
+    received = [i.received() for i in cfg.stream_identity]  # the ports of each, in order
+    identifying = {i.handle for i, on in zip(cfg.stream_identity, received)
+                   if on or not i.dmac_vlan_stream_identification}
     handles = sorted(identifying)
     if len(handles) > layout.MAX_STREAMS:
         raise ValueError(f"{len(handles)} stream handles is out of range (1..={layout.MAX_STREAMS}, "
@@ -114,17 +123,17 @@ def compile_node(cfg: NodeConfig) -> NodePlan:
         return stream_of[handle]
 
     plan = NodePlan(ports=list(ports), handles=handles,
-                    bridge_mask=sum(1 << port_index(p, "bridge-ports") for p in cfg.bridge_ports),
+                    bridge_mask=port_mask(cfg.bridge_ports, "bridge-ports"),
                     pvids=_pvids(cfg, port_index))
     active_up: dict[int, DmacVlanSide] = {}  # by handle
     active_down: dict[tuple[int, str], DmacVlanSide] = {}  # by (handle, output port)
-    for position, ident in enumerate(cfg.stream_identity):
+    for position, (ident, received_on) in enumerate(zip(cfg.stream_identity, received)):
         where = f"stream-identity {ident.index}"
         active = ident.dmac_vlan_stream_identification
         if active:
             for name, side in (("down", active.down), ("up", active.up)):
                 _vlan_rule(side.tagged, side.vlan, f"{where} {name}")
-            if ident.received():
+            if received_on:
                 active_up[ident.handle] = active.up
             for p in ident.out_facing.output_port:
                 active_down[(ident.handle, p)] = active.down
@@ -132,13 +141,11 @@ def compile_node(cfg: NodeConfig) -> NodePlan:
             continue
         stream = stream_index(ident.handle, where)
         _check_in_facing_output(cfg, ident)
-        for direction, names in ((layout.DIR_INGRESS, ident.received()), (layout.DIR_EGRESS, ident.sent())):
-            if not names:
-                continue
-            mask = sum(1 << port_index(p, where) for p in names)
-            plan.identities.append(_identity(ident, stream, mask, direction, position))
-            target = plan.ingress_ports if direction == layout.DIR_INGRESS else plan.egress_ports
-            target.extend(p for p in names if p not in target)
+        for direction, names, hooked in ((layout.DIR_INGRESS, received_on, plan.ingress_ports),
+                                         (layout.DIR_EGRESS, ident.sent(), plan.egress_ports)):
+            if names:
+                plan.identities.append(_identity(ident, stream, port_mask(names, where), direction, position))
+                hooked.extend(p for p in names if p not in hooked)
     plan.ingress_ports.extend(p for p in cfg.bridge_ports if p not in plan.ingress_ports)
 
     _place_identities(plan)
@@ -146,31 +153,32 @@ def compile_node(cfg: NodeConfig) -> NodePlan:
     plan.recovery_ports = [0] * len(handles)
     plan.individual_feeds = [{} for _ in handles]
     for gen in cfg.sequence_generation:
+        where = f"sequence-generation {gen.index}"
         for handle in gen.stream:
-            flags[stream_index(handle, f"sequence-generation {gen.index}")] |= layout.STREAM_GENERATE
+            flags[stream_index(handle, where)] |= layout.STREAM_GENERATE
     placed: set[tuple[int, int]] = set()  # (stream, instance) of the recovery functions so far
     for rec in cfg.sequence_recovery:
         where = f"sequence-recovery {rec.index}"
-        for p in rec.port:
-            port_index(p, where)
+        indices = [port_index(p, where) for p in rec.port]
+        # one configuration for the functions of all its streams (frozen: they can share it)
+        config = layout.RecoveryConfig(rec.algorithm, rec.history_length, rec.timeout_ns(),
+                                       rec.individual_recovery, rec.take_no_sequence)
+        latent = rec.latent()
         for handle in rec.stream:
             stream = stream_index(handle, where)
-            config = layout.RecoveryConfig(rec.algorithm, rec.history_length,
-                                           rec.timeout_ns(),
-                                           rec.individual_recovery, rec.take_no_sequence)
             if rec.individual_recovery:
                 flags[stream] |= layout.STREAM_INDIVIDUAL
-                instance = 1 + ports.index(rec.port[0])
+                instance = 1 + indices[0]
                 feeds = plan.individual_feeds[stream]
-                for p in rec.port:
-                    if ports.index(p) in feeds:
+                for p, index in zip(rec.port, indices):
+                    if index in feeds:
                         raise ValueError(f"{where}: port {p} already feeds an individual recovery "
                                          f"function of stream {handle} (one per member stream)")
-                    feeds[ports.index(p)] = instance
+                    feeds[index] = instance
                 instances = [(instance, list(rec.port))]
             elif rec.port:
-                plan.recovery_ports[stream] |= sum(1 << ports.index(p) for p in rec.port)
-                instances = [(1 + ports.index(p), [p]) for p in rec.port]
+                plan.recovery_ports[stream] |= port_mask(rec.port, where)
+                instances = [(1 + index, [p]) for p, index in zip(rec.port, indices)]
             else:
                 flags[stream] |= layout.STREAM_RECOVER
                 instances = [(0, [])]
@@ -179,13 +187,16 @@ def compile_node(cfg: NodeConfig) -> NodePlan:
                     what = f"on port {on[0]}" if on else "for every frame of it"
                     raise ValueError(f"{where}: stream {handle} already has a recovery function {what}")
                 placed.add((stream, instance))
-                plan.recoveries.append(RecoveryPlan(stream, instance, handle, config, rec.latent(), on))
+                plan.recoveries.append(RecoveryPlan(stream, instance, handle, config, latent, on))
     if len(plan.recoveries) > layout.MAX_RCVY:
         raise ValueError(f"{len(plan.recoveries)} recovery functions is out of range "
                          f"(0..={layout.MAX_RCVY}, FRER_MAX_RCVY)")
 
     encode = _encoding(cfg, flags, plan.recovery_ports, stream_index)
     splits = _splits(cfg, stream_index)
+    # a copy that rewrites nothing is the same (frozen) value for every stream sent to that port
+    unchanged = {p: OutputPlan(p, index) for p, index in port_of.items()}
+    unchanged[LOCAL] = OutputPlan(LOCAL, 0, layout.OUT_LOCAL)
     forwarded = {}
     for fwd in cfg.stream_forwarding:
         where = f"stream-forwarding of stream {fwd.stream}"
@@ -203,10 +214,10 @@ def compile_node(cfg: NodeConfig) -> NodePlan:
                 if member != fwd.stream and (member, p) not in active_down:
                     raise ValueError(f"stream-split on port {p}: output-id {member} has no "
                                      f"dmac-vlan-stream-identification out-facing on {p}")
-                flags_out = layout.OUT_LOCAL if p == LOCAL else 0
                 if side is None:
-                    outputs.append(OutputPlan(p, index, flags_out))
+                    outputs.append(unchanged[p])
                 else:
+                    flags_out = layout.OUT_LOCAL if p == LOCAL else 0
                     # without a priority the copy keeps its own class (FRER_OUT_SET_PCP unset)
                     set_pcp = 0 if side.priority is None else layout.OUT_SET_PCP
                     outputs.append(OutputPlan(p, index, flags_out | layout.OUT_SET_DMAC | layout.OUT_SET_VID
@@ -240,9 +251,9 @@ def _place_identities(plan: NodePlan) -> None:
     position, hashed or scanned (docs/dataplane.md, identification); of hashed identities with
     equal keys (equal matchers) the first is kept, since the later can never win. ValueError
     when the scanned or hashed entries are more than the maps hold."""
+    shapes = [ident.shape() for ident in plan.identities]
     by_shape: dict[layout.Shape, list[layout.Identity]] = {}
-    for ident in plan.identities:
-        shape = ident.shape()
+    for ident, shape in zip(plan.identities, shapes):
         if shape is not None:
             by_shape.setdefault(shape, []).append(ident)
     common = sorted((s for s, ids in by_shape.items() if len(ids) >= HASH_MIN_IDENTITIES),
@@ -251,7 +262,8 @@ def _place_identities(plan: NodePlan) -> None:
     for index, shape in enumerate(plan.shapes):
         for ident in by_shape[shape]:
             plan.hashed.setdefault(ident.hash_key(index), layout.ID_HIT.pack(ident.stream, ident.position))
-    plan.scanned = [i for i in plan.identities if i.shape() not in plan.shapes]
+    hashed_shapes = set(plan.shapes)
+    plan.scanned = [ident for ident, shape in zip(plan.identities, shapes) if shape not in hashed_shapes]
     if len(plan.hashed) > layout.MAX_HASHED:
         raise ValueError(f"{len(plan.hashed)} hashed identities is out of range (0..={layout.MAX_HASHED}, "
                          "FRER_MAX_HASHED)")
@@ -301,15 +313,17 @@ def _encoding(cfg: NodeConfig, flags: list[int], recovery_ports: list[int], stre
     (all of a stream's output ports alike); by default a stream keeps or gets its tag unless
     a sequence recovery function of it runs here (the eliminating node removes it)."""
     encode = [not (f & layout.STREAM_RECOVER or ports) for f, ports in zip(flags, recovery_ports)]
-    outputs = {f.stream: [p for p in f.output_port if p != LOCAL] for f in cfg.stream_forwarding}
+    if not cfg.sequence_identification:
+        return encode
+    forwarded_to = {f.stream: f.output_port for f in cfg.stream_forwarding}
     decided: dict[int, bool] = {}
     for seq_id in cfg.sequence_identification:
         for handle in seq_id.stream:
             stream = stream_index(handle, "sequence-identification")
-            missing = set(outputs.get(handle, [])) - set(seq_id.port)
-            if missing or decided.get(stream, seq_id.active) != seq_id.active:
+            outputs = [p for p in forwarded_to.get(handle, []) if p != LOCAL]
+            if set(outputs) - set(seq_id.port) or decided.get(stream, seq_id.active) != seq_id.active:
                 raise ValueError(f"sequence-identification: stream {handle} must be encoded alike on "
-                                 f"all its output ports ({', '.join(outputs.get(handle, []))})")
+                                 f"all its output ports ({', '.join(outputs)})")
             decided[stream] = encode[stream] = seq_id.active
     return encode
 
@@ -351,25 +365,25 @@ def _vlan_rule(tagged: str, vid: int, where: str) -> tuple[int, int]:
 
 
 def _identity(ident: StreamIdentity, stream: int, mask: int, direction: int, position: int) -> layout.Identity:
+    """The matcher of `ident` (its one type) for `stream` on the ports of `mask`."""
     where = f"stream-identity {ident.index}"
-    base = dict(stream=stream, port_mask=mask, direction=direction, position=position)
     if (null := ident.null_stream_identification) is not None:
         mode, vid = _vlan_rule(null.tagged, null.vlan, where)
-        return layout.Identity(**base, vlan_mode=mode, vid=vid, fields=layout.MATCH_DMAC,
+        return layout.Identity(stream, mask, direction, mode, vid, layout.MATCH_DMAC, position=position,
                                dmac=_mac_bytes(null.destination_mac))
     if (smac := ident.smac_vlan_stream_identification) is not None:
         mode, vid = _vlan_rule(smac.tagged, smac.vlan, where)
-        return layout.Identity(**base, vlan_mode=mode, vid=vid, fields=layout.MATCH_SMAC,
+        return layout.Identity(stream, mask, direction, mode, vid, layout.MATCH_SMAC, position=position,
                                smac=_mac_bytes(smac.source_mac))
     if (active := ident.dmac_vlan_stream_identification) is not None:
         side = active.down
         mode, vid = _vlan_rule(side.tagged, side.vlan, f"{where} down")
-        return layout.Identity(**base, vlan_mode=mode, vid=vid, fields=layout.MATCH_DMAC,
+        return layout.Identity(stream, mask, direction, mode, vid, layout.MATCH_DMAC, position=position,
                                dmac=_mac_bytes(side.destination_mac))
     ip = ident.ip_stream_identification
     mode, vid = _vlan_rule(ip.tagged, ip.vlan, where)
     fields = layout.MATCH_IP
-    src, dst = (ip_address(a) for a in (ip.ip_source, ip.ip_destination))
+    src, dst = ip_address(ip.ip_source), ip_address(ip.ip_destination)
     for addr, flag in ((src, layout.MATCH_IP_SRC), (dst, layout.MATCH_IP_DST)):
         if not addr.is_unspecified:
             fields |= flag | (layout.MATCH_IPV4 if addr.version == 4 else layout.MATCH_IPV6)
@@ -383,7 +397,7 @@ def _identity(ident: StreamIdentity, stream: int, mask: int, direction: int, pos
         fields |= layout.MATCH_SPORT
     if ip.destination_port:
         fields |= layout.MATCH_DPORT
-    return layout.Identity(**base, vlan_mode=mode, vid=vid, fields=fields,
+    return layout.Identity(stream, mask, direction, mode, vid, fields, position=position,
                            dmac=_mac_bytes(ip.destination_mac) if ip.destination_mac else bytes(6),
                            dscp=ip.dscp % 64, proto=_PROTOCOLS[ip.next_protocol],
                            sport=ip.source_port, dport=ip.destination_port,

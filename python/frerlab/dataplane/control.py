@@ -28,7 +28,7 @@ from pydantic import Field
 from frerlab.dataplane import hooks, interfaces, layout
 from frerlab.dataplane.compiler import NodePlan
 from frerlab.dataplane.config import NodeConfig, parse_config
-from frerlab.dataplane.node import OBJECT, XDP_OBJECT, Node, pin_path
+from frerlab.dataplane.node import OBJECT, XDP_OBJECT, CounterTables, Node, pin_path
 from frerlab import bpfsys, processes
 from frerlab.errors import UsageError
 from frerlab.frer import LatentErrorDetector
@@ -267,7 +267,7 @@ def down(name: str) -> bool:
 def status(name: str) -> dict:
     """What runs data plane `name`: its configured hook, per attached port the hook of the
     frames it receives (tc, xdp native or xdp generic; frames the host sends are always tc's),
-    under `auto` why tc was taken, and what holds the per-stream state (array or hash maps,
+    under `auto` why tc was taken, and what holds the per-stream state (arrays,
     node.map_shapes) for how many streams."""
     state = read_state(name)
     plan = parse_config(state["config"], f"state of {name}").plan
@@ -292,6 +292,7 @@ def snapshot(name: str) -> dict:
     error monitor's findings if it runs."""
     state, plan, node = _running(name)
     try:
+        tables = CounterTables(node)
         streams = []
         recoveries: dict[int, list] = {}
         for r in plan.recoveries:
@@ -300,15 +301,15 @@ def snapshot(name: str) -> dict:
             flags = plan.streams[stream][0]
             record = {"handle": handle, "generation": None, "recovery": [], "ports": []}
             if flags & layout.STREAM_GENERATE:
-                record["generation"] = node.generation_counters(stream)
+                record["generation"] = tables.generation_counters(stream)
             for r in recoveries.get(stream, []):
-                raw = node.recovery_state(stream, r.instance)
+                raw = tables.recovery_state(stream, r.instance)
                 record["recovery"].append({
                     "function": r.function, "port": r.port_label, "algorithm": r.config.algorithm,
                     "history_length": r.config.history_length,
                     **layout.rcvy_counters(raw), **lockout(r.config, layout.rcvy_times(raw))})
             for index, port in enumerate(plan.ports):
-                counters = node.stream_port_counters(stream, index)
+                counters = tables.stream_port_counters(stream, index)
                 if any(counters.values()):
                     record["ports"].append({"port": port, **counters})
             streams.append(record)
@@ -345,7 +346,7 @@ def reset(name: str, handle: int | None = None, port: str | None = None) -> list
             raise UsageError(f"data plane {name!r} has no recovery function {wanted} (it has: {known})")
         requests = node.maps["rcvy_reset_requests"]
         for r in chosen:
-            key = layout.rcvy_key(r.stream, r.instance)
+            key = layout.key(node.rcvy_index(r.stream, r.instance))
             count = layout.U32.unpack(requests.lookup(key))[0]
             requests.update(key, layout.U32.pack((count + 1) % 2**32))
     finally:

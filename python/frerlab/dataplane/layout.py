@@ -9,14 +9,16 @@ from dataclasses import dataclass
 
 from frerlab.frer import COUNTER_NAMES
 
-SETTINGS = struct.Struct("<IIIIQ16H32s")
+SETTINGS = struct.Struct("<IIIIQ16H32sI4x")
 IDENTITY = struct.Struct("<IHBBHH6s6sBB2s2sH16s16s")
 SHAPE = struct.Struct("<HBBI")
 ID_KEY = struct.Struct("<BBBBHBB6s6s2s2s16s16s")
 ID_HIT = struct.Struct("<HH")
 OUTPUT = struct.Struct("<IHH6sBB")
-STREAM_HEAD = struct.Struct("<IBxH")
-RCVY = struct.Struct("<IBBHQQHBBHH16Q7Q2QII")
+#: struct frer_stream before its outputs: flags, n_outputs, copies, rcvy_ports, rcvy_base,
+#: individual[MAX_PORTS].
+STREAM_HEAD = struct.Struct("<IBxHII16s")
+RCVY = struct.Struct("<IBBHQQHBBHHIIQQQ8Q16Q")
 SEQGEN = struct.Struct("<IIQQ")
 PORT_STATS = struct.Struct("<10Q")
 STREAM_PORT_STATS = struct.Struct("<4Q")
@@ -31,10 +33,10 @@ PORT_COUNTERS = ("frames", "malformed", "seq_enc_errored", "rcvy_passed", "rcvy_
 STREAM_PORT_COUNTERS = ("input", "output", "seq_enc_errored", "input_sent")
 
 #: Limits of bpf/frer_common.h (FRER_MAX_*): MAX_IDENTITIES counts the scanned identities,
-#: MAX_HASHED the entries of identity_hash, MAX_RCVY recovery functions, MAX_STREAM_PORTS the
-#: (stream, port) pairs with counters.
+#: MAX_HASHED the entries of identity_hash, MAX_RCVY the recovery functions of a node (and the
+#: entries of `rcvy` a node of many streams gets, frerlab.dataplane.node.map_shapes).
 MAX_PORTS, MAX_OUTPUTS, RCVY_PER_STREAM, MAX_STREAMS, MAX_IDENTITIES = 16, 8, 17, 65536, 32
-MAX_HASHED, MAX_SHAPES, MAX_RCVY, MAX_STREAM_PORTS, MAX_COPY_SETS = 65536, 4, 65536, 262144, 256
+MAX_HASHED, MAX_SHAPES, MAX_RCVY, MAX_COPY_SETS = 65536, 4, 65536, 256
 #: Slots of the array port_of_ifindex, each a struct frer_port_slot (ifindex, port index).
 PORT_SLOTS, PORT_SLOT = 64, struct.Struct("<II")
 #: Identity positions are __u16: at most this many identities in a node's order.
@@ -50,6 +52,7 @@ VLAN_ALL = VLAN_MODES["all"]
 DEFAULT_PVID = 1
 OUT_SET_DMAC, OUT_SET_VID, OUT_LOCAL, OUT_SET_PCP = 0x1, 0x2, 0x4, 0x8
 STREAM_GENERATE, STREAM_RECOVER, STREAM_INDIVIDUAL, STREAM_ENCODE, STREAM_PER_COPY = 0x1, 0x2, 0x4, 0x8, 0x10
+STREAM_COARSE_CLOCK = 0x20
 ALGORITHMS = {"vector": 0, "match": 1}
 RCVY_ENABLED, RCVY_TAKE_NO_SEQUENCE, RCVY_INDIVIDUAL = 0x1, 0x2, 0x4
 #: tc verdicts (linux/pkt_cls.h).
@@ -57,26 +60,18 @@ TC_ACT_OK, TC_ACT_SHOT, TC_ACT_REDIRECT = 0, 2, 7
 #: XDP actions (linux/bpf.h enum xdp_action).
 XDP_DROP, XDP_PASS, XDP_REDIRECT = 1, 2, 4
 
-for _s, _size in ((SETTINGS, 88), (IDENTITY, 64), (SHAPE, 8), (ID_KEY, 56), (ID_HIT, 4), (OUTPUT, 16), (RCVY, 240), (SEQGEN, 24),
+for _s, _size in ((SETTINGS, 96), (IDENTITY, 64), (SHAPE, 8), (ID_KEY, 56), (ID_HIT, 4), (OUTPUT, 16), (RCVY, 256), (SEQGEN, 24),
                   (PORT_STATS, 80), (STREAM_PORT_STATS, 32)):
     assert _s.size == _size, f"{_s.format} packs {_s.size} bytes, frer_common.h says {_size}"
-#: struct frer_stream after its outputs: rcvy_ports, individual[MAX_PORTS], padding.
-STREAM_TAIL = struct.Struct(f"<I{MAX_PORTS}s4x")
-#: struct frer_stream: the head, MAX_OUTPUTS outputs and the tail.
-STREAM_SIZE = STREAM_HEAD.size + MAX_OUTPUTS * OUTPUT.size + STREAM_TAIL.size
+#: struct frer_stream: the head and MAX_OUTPUTS outputs.
+STREAM_SIZE = STREAM_HEAD.size + MAX_OUTPUTS * OUTPUT.size
+assert STREAM_HEAD.size == 16 + MAX_PORTS
 assert STREAM_SIZE == 160, f"struct frer_stream packs {STREAM_SIZE} bytes, frer_common.h says 160"
 
 
 def key(index: int) -> bytes:
     """An array map key."""
     return U32.pack(index)
-
-
-def rcvy_key(stream: int, instance: int = 0) -> bytes:
-    """The `rcvy` map key of a stream's recovery function: instance 0 is the one for every
-    frame of the stream, 1 + p the one placed on port p (a sequence recovery function on p, or
-    the individual recovery function whose first port is p)."""
-    return key(stream * RCVY_PER_STREAM + instance)
 
 
 @dataclass(frozen=True)
@@ -94,16 +89,18 @@ class Shape:
 
 
 def settings(n_identities: int, bridge_ports: int = 0, fixed_now_ns: int | None = None,
-             pvids: list[int] = (), shapes: list[Shape] = ()) -> bytes:
+             pvids: list[int] = (), shapes: list[Shape] = (), port_stride: int = MAX_PORTS) -> bytes:
     """struct frer_settings; `n_identities` scanned identities; a `fixed_now_ns` replaces the
     kernel clock (for replays); `pvids` are the ports' PVIDs by port index (DEFAULT_PVID for
-    the ports after them); `shapes` those of the hashed identities (up to MAX_SHAPES)."""
+    the ports after them); `shapes` those of the hashed identities (up to MAX_SHAPES);
+    `port_stride` the entries of stream_port_stats per stream (the node's ports)."""
     if len(shapes) > MAX_SHAPES:
         raise ValueError(f"{len(shapes)} identity shapes is out of range (0..={MAX_SHAPES})")
     flags = 0 if fixed_now_ns is None else SETTING_FIXED_CLOCK
     pvid = [*pvids, *[DEFAULT_PVID] * (MAX_PORTS - len(pvids))]
     packed = b"".join(s.pack() for s in shapes).ljust(MAX_SHAPES * SHAPE.size, b"\0")
-    return SETTINGS.pack(n_identities, bridge_ports, flags, len(shapes), fixed_now_ns or 0, *pvid, packed)
+    return SETTINGS.pack(n_identities, bridge_ports, flags, len(shapes), fixed_now_ns or 0, *pvid, packed,
+                         port_stride)
 
 
 @dataclass(frozen=True)
@@ -161,18 +158,18 @@ def match_all_identity(stream: int, port_mask: int, direction: int = DIR_INGRESS
 
 
 def stream(flags: int, outputs: list[bytes], rcvy_ports: int = 0,
-           individual: dict[int, int] | None = None, copies: int = 0) -> bytes:
+           individual: dict[int, int] | None = None, copies: int = 0, rcvy_base: int = 0) -> bytes:
     """struct frer_stream with up to MAX_OUTPUTS packed outputs; `rcvy_ports` the mask of ports
     with a sequence recovery function of the stream, `individual` port -> the instance of the
-    individual recovery function it feeds; `copies` its output ports' entry of xdp_copies."""
+    individual recovery function it feeds; `copies` its output ports' entry of xdp_copies;
+    `rcvy_base` the entry of `rcvy` of its instance 0 (instance i at rcvy_base + i)."""
     if not 0 < len(outputs) <= MAX_OUTPUTS:
         raise ValueError(f"{len(outputs)} outputs is out of range (1..={MAX_OUTPUTS})")
     padding = bytes(OUTPUT.size * (MAX_OUTPUTS - len(outputs)))
     feeds = bytearray(MAX_PORTS)
     for port, instance in (individual or {}).items():
         feeds[port] = instance
-    return (STREAM_HEAD.pack(flags, len(outputs), copies) + b"".join(outputs) + padding
-            + STREAM_TAIL.pack(rcvy_ports, bytes(feeds)))
+    return STREAM_HEAD.pack(flags, len(outputs), copies, rcvy_ports, rcvy_base, bytes(feeds)) + b"".join(outputs) + padding
 
 
 def output(ifindex: int = 0, flags: int = 0, port: int = 0, vid: int = 0, dmac: bytes = bytes(6),
@@ -195,13 +192,19 @@ class RecoveryConfig:
         """struct frer_rcvy in its initial state (TakeAny, empty history, zero counters)."""
         flags = (RCVY_ENABLED | (RCVY_TAKE_NO_SEQUENCE if self.take_no_sequence else 0)
                  | (RCVY_INDIVIDUAL if self.individual_recovery else 0))
-        return RCVY.pack(0, ALGORITHMS[self.algorithm], flags, self.history_length,
-                         self.reset_timeout_ns or 0, 0, 0xFFFF, 1, 0, 0, 0, *[0] * 16, *[0] * 7, 0, 0, 0, 0)
+        return RCVY.pack(0, ALGORITHMS[self.algorithm], flags, self.history_length, self.reset_timeout_ns or 0,
+                         0, 0xFFFF, 1, 0, 0, 0, *[0] * (len(RCVY_FIELDS) - 11))
 
 
-#: Where the fields of struct frer_rcvy sit in RCVY.unpack(): the counters, then the times.
-_RCVY_COUNTERS = slice(27, 34)
-_RCVY_RESETS, _RCVY_LAST_PASS, _RCVY_LAST_ROGUE = 33, 34, 35
+#: The fields of struct frer_rcvy in the order RCVY.unpack() gives them.
+RCVY_FIELDS = ("lock", "algorithm", "flags", "history_length", "reset_timeout_ns", "last_reload_ns", "recov_seq",
+               "take_any", "pad", "span", "pad2", "resets_requested", "pad3", "last_pass_ns", *COUNTER_NAMES,
+               "last_rogue_ns", "pad4a", "pad4b", *(f"history{i}" for i in range(16)))
+assert len(RCVY_FIELDS) == len(RCVY.unpack(bytes(RCVY.size)))
+_RCVY_COUNTERS = slice(RCVY_FIELDS.index(COUNTER_NAMES[0]), RCVY_FIELDS.index(COUNTER_NAMES[-1]) + 1)
+_RCVY_HISTORY = slice(RCVY_FIELDS.index("history0"), len(RCVY_FIELDS))
+_RCVY_RESETS, _RCVY_LAST_PASS, _RCVY_LAST_ROGUE = (RCVY_FIELDS.index(name) for name in
+                                                   ("resets", "last_pass_ns", "last_rogue_ns"))
 
 
 def rcvy_counters(value: bytes) -> dict[str, int]:
@@ -220,6 +223,6 @@ def rcvy_reset(value: bytes) -> bytes:
     """The same function after a management reset (SequenceRecoveryReset)."""
     fields = list(RCVY.unpack(value))
     fields[6:11] = [0xFFFF, 1, 0, 0, 0]  # recov_seq, take_any, pad, span, pad2
-    fields[11:27] = [0] * 16  # history
+    fields[_RCVY_HISTORY] = [0] * 16
     fields[_RCVY_RESETS] += 1
     return RCVY.pack(*fields)

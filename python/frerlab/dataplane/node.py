@@ -6,10 +6,11 @@ ports `attach` is told to run it on (native or generic XDP). XDP sends a stream'
 broadcast through a device map of its output ports; where the copies are rewritten differently
 per port, the map runs frer_xdp_copy on each copy, which needs native XDP on the receiving
 port (a port that has only generic XDP then stays with tc). Loading and attaching go through
-frerlab's loader (frerlab.bpfsys, on libbpf). A node told it holds at most
-ARRAY_STREAMS streams keeps their state in array maps (the loader reshapes frer.o's hash maps
-before creating them): an array lookup is an indexed load, a hash lookup hashes the key and
-walks a bucket, and a frame takes five to ten such lookups.
+frerlab's loader (frerlab.bpfsys, on libbpf). The per-stream state is in arrays the loader
+sizes to the streams the node is told it holds (map_shapes): an array lookup is an indexed load
+the verifier inlines, a hash lookup hashes the key and walks a bucket. A configuration is written
+in batches (one bpf(2) call per map), and a second one applied to a loaded node leaves nothing of
+the first that a frame could reach.
 
     with Node("sw1", netns="ns-sw1", ports=["to-talker", "path-a", "path-b"], streams=1) as sw1:
         sw1.add_stream(0, ingress=["to-talker"], generate=True, encode=True,
@@ -23,6 +24,8 @@ failure half-way; `remove_leftovers(name)` clears what a killed run left.
 from __future__ import annotations
 
 import errno
+import struct
+import time
 from pathlib import Path
 
 from frerlab import bpfsys
@@ -46,30 +49,59 @@ MAP_SIZES = {  # map name: (key size, value size), as in bpf/frer_common.h
     "rcvy_reset_requests": (4, 4),
     "seqgen": (4, layout.SEQGEN.size),
 }
-#: A node with at most this many streams keeps its per-stream state in arrays of this many
-#: streams' entries (about 5.5 MiB with 2 CPUs, mostly recovery instances); one with more in
-#: frer.o's hash maps, allocated as entries are written, up to layout.MAX_STREAMS streams,
-#: except the per-CPU stream_port_stats, preallocated for every (stream, port) pair of the
-#: node (bpf/frer_common.h says why).
+#: A node has room for at least this many streams (their arrays take about 4.5 MiB, mostly
+#: recovery entries), so a few streams added later still fit.
 ARRAY_STREAMS = 1024
+#: A stream whose reset timeouts are all at least this many ticks of the kernel's coarse clock
+#: (or never) has its recovery functions run on that clock (layout.STREAM_COARSE_CLOCK): a
+#: timer then fires within a tick of its time, 0.4 % of the timeout at most, and reading the
+#: clock costs a few ns instead of ~30 (docs/8021cb-decisions.md).
+COARSE_TIMEOUT_TICKS = 250
+#: CLOCK_MONOTONIC_COARSE of linux/time.h (the time module does not name it), the clock of
+#: bpf_ktime_get_coarse_ns.
+CLOCK_MONOTONIC_COARSE = 6
 #: Per-CPU counter maps: name -> layout of one CPU's value.
 PERCPU_MAPS = {"port_stats": layout.PORT_STATS, "stream_port_stats": layout.STREAM_PORT_STATS}
 
 
 def map_shapes(streams: int, ports: int = layout.MAX_PORTS) -> dict[str, tuple[str, int]]:
-    """The per-stream maps of a node of `streams` streams on `ports` ports, reshaped for the
-    loader (name -> (type, max_entries)): arrays holding ARRAY_STREAMS streams when they fit;
-    else frer.o's own hash maps, up to layout.MAX_STREAMS streams, with the preallocated
-    stream_port_stats sized to the pairs of that many streams on `ports` ports (at most
-    layout.MAX_STREAM_PORTS)."""
+    """The per-stream arrays of a node of `streams` streams on `ports` ports, sized for the
+    loader (name -> (type, max_entries)): room for max(streams, ARRAY_STREAMS) streams, each
+    with every recovery instance it can have (layout.RCVY_PER_STREAM) while that stays within
+    layout.MAX_RCVY entries, else one each on average (the node's streams share them,
+    rcvy_bases); stream_port_stats has one entry per stream and port."""
     if not 1 <= streams <= layout.MAX_STREAMS:
         raise ValueError(f"streams {streams} is out of range (1..={layout.MAX_STREAMS})")
-    if streams > ARRAY_STREAMS:
-        return {"stream_port_stats": ("percpu_hash", min(layout.MAX_STREAMS * ports, layout.MAX_STREAM_PORTS))}
-    rcvy = ARRAY_STREAMS * layout.RCVY_PER_STREAM
-    return {"streams": ("array", ARRAY_STREAMS), "seqgen": ("array", ARRAY_STREAMS),
+    room = max(streams, ARRAY_STREAMS)
+    rcvy = min(room * layout.RCVY_PER_STREAM, max(room, layout.MAX_RCVY))
+    return {"streams": ("array", room), "seqgen": ("array", room),
             "rcvy": ("array", rcvy), "rcvy_reset_requests": ("array", rcvy),
-            "stream_port_stats": ("percpu_array", ARRAY_STREAMS * layout.MAX_PORTS)}
+            "stream_port_stats": ("percpu_array", room * ports)}
+
+
+def clock_flag(recoveries: list[layout.RecoveryConfig]) -> int:
+    """layout.STREAM_COARSE_CLOCK for a stream with these recovery functions when the coarse
+    clock is fine enough for every reset timeout among them (COARSE_TIMEOUT_TICKS), else 0
+    (also for a stream with none: it reads no clock)."""
+    tick_ns = time.clock_getres(CLOCK_MONOTONIC_COARSE) * 1e9
+    coarse = bool(recoveries) and all(not r.reset_timeout_ns or r.reset_timeout_ns >= COARSE_TIMEOUT_TICKS * tick_ns
+                                      for r in recoveries)
+    return layout.STREAM_COARSE_CLOCK if coarse else 0
+
+
+def rcvy_bases(plan: NodePlan) -> tuple[list[int], int]:
+    """Where each stream's recovery instances start in `rcvy` (instance i of stream s at
+    bases[s] + i: each stream gets as many entries as its highest instance needs, one after
+    the other's), and the entries taken in all."""
+    highest: dict[int, int] = {}
+    for r in plan.recoveries:
+        highest[r.stream] = max(highest.get(r.stream, 0), r.instance)
+    bases, taken = [], 0
+    for stream in range(len(plan.streams)):
+        bases.append(taken)
+        if stream in highest:
+            taken += highest[stream] + 1
+    return bases, taken
 
 
 def copies_differ(outputs: list[bytes]) -> bool:
@@ -79,15 +111,40 @@ def copies_differ(outputs: list[bytes]) -> bool:
 
 
 def percpu_sum(maps: dict[str, bpfsys.Map], name: str, index: int) -> list[int]:
-    """Entry `index` of per-CPU map `name` (one of PERCPU_MAPS), each field summed over CPUs;
-    zeros for an entry not made yet (stream_port_stats gets one on a pair's first frame)."""
-    try:
-        raw = maps[name].lookup(layout.key(index))
-    except bpfsys.BpfError as err:
-        if err.errno != errno.ENOENT:
-            raise
-        return [0] * len(PERCPU_MAPS[name].unpack(bytes(PERCPU_MAPS[name].size)))
-    return [sum(col) for col in zip(*PERCPU_MAPS[name].iter_unpack(raw))]
+    """Entry `index` of per-CPU map `name` (one of PERCPU_MAPS), each field summed over CPUs."""
+    return cpu_sum(PERCPU_MAPS[name], maps[name].lookup(layout.key(index)))
+
+
+def cpu_sum(value: struct.Struct, raw: bytes) -> list[int]:
+    """Every CPU's `value` one after another in `raw`, each field summed over CPUs."""
+    return [sum(col) for col in zip(*value.iter_unpack(raw))]
+
+
+class CounterTables:
+    """Every per-stream counter of a node, read at once (one batch read per map) for a snapshot
+    of many streams: what Node's generation_counters, recovery_state and stream_port_counters
+    give, without a bpf(2) call per stream."""
+
+    def __init__(self, node: Node) -> None:
+        self.n_ports, self.cpus = len(node.ports), bpfsys.possible_cpus()
+        self.streams = node.maps["streams"].lookup_batch()[1]
+        self.seqgen = node.maps["seqgen"].lookup_batch()[1]
+        self.rcvy = node.maps["rcvy"].lookup_batch(bpfsys.BPF_F_LOCK)[1]
+        self.stream_ports = node.maps["stream_port_stats"].lookup_batch()[1]
+
+    def generation_counters(self, stream: int) -> dict[str, int]:
+        _, _, generated, resets = layout.SEQGEN.unpack_from(self.seqgen, stream * layout.SEQGEN.size)
+        return {"generated": generated, "resets": resets}
+
+    def recovery_state(self, stream: int, instance: int = 0) -> bytes:
+        index = layout.STREAM_HEAD.unpack_from(self.streams, stream * layout.STREAM_SIZE)[4] + instance
+        return self.rcvy[index * layout.RCVY.size:(index + 1) * layout.RCVY.size]
+
+    def stream_port_counters(self, stream: int, port: int) -> dict[str, int]:
+        size = layout.STREAM_PORT_STATS.size * self.cpus
+        start = (stream * self.n_ports + port) * size
+        return dict(zip(layout.STREAM_PORT_COUNTERS,
+                        cpu_sum(layout.STREAM_PORT_STATS, self.stream_ports[start:start + size])))
 
 
 def write_port(maps: dict[str, bpfsys.Map], ifindex: int, port: int) -> None:
@@ -105,14 +162,23 @@ def write_port(maps: dict[str, bpfsys.Map], ifindex: int, port: int) -> None:
                      f"(at most {layout.MAX_PORTS} ports per data plane)")
 
 
+def keys(indices) -> bytes:
+    """Array map keys of `indices`, one after another (for a batch)."""
+    indices = list(indices)
+    return struct.pack(f"<{len(indices)}I", *indices)
+
+
 def write_identities(maps: dict[str, bpfsys.Map], plan: NodePlan) -> None:
-    """The identities of a compiled configuration into identity_hash (the hashed ones) and
-    `identities` (the scanned ones, in order); the settings that use them are the caller's."""
+    """The identities of a compiled configuration into identity_hash (the hashed ones; those of
+    an earlier configuration that this one has not are deleted) and `identities` (the scanned
+    ones, in order); the settings that use them are the caller's."""
     hashed = maps["identity_hash"]
-    for key, hit in plan.hashed.items():
-        hashed.update(key, hit)
-    for index, identity in enumerate(plan.scanned):
-        maps["identities"].update(layout.key(index), identity.pack())
+    old, _ = hashed.lookup_batch()
+    size = layout.ID_KEY.size
+    stale = [key for key in (old[i:i + size] for i in range(0, len(old), size)) if key not in plan.hashed]
+    hashed.delete_batch(b"".join(stale))
+    hashed.update_batch(b"".join(plan.hashed), b"".join(plan.hashed.values()))
+    maps["identities"].update_batch(keys(range(len(plan.scanned))), b"".join(i.pack() for i in plan.scanned))
 
 
 def open_maps(pin_dir: Path) -> dict[str, bpfsys.Map]:
@@ -152,6 +218,8 @@ class Node:
         #: per port it is attached to: "tc", "xdp native" or "xdp generic" (ingress)
         self.hooks: dict[str, str] = {}
         self.n_identities = 0
+        #: add_stream: the next free entry of `rcvy`
+        self.next_rcvy = 0
         #: XDP: the entries of xdp_copies made so far, by their sorted output ifindexes and
         #: whether their copies are rewritten per copy (frer_xdp_copy)
         self.copy_sets: dict[tuple[tuple[int, ...], bool], int] = {}
@@ -185,7 +253,7 @@ class Node:
                 ifindex = self.ifindex(port)
                 write_port(self.maps, ifindex, index)
                 self.maps["ifindex_of_port"].update(layout.key(index), layout.key(ifindex))
-            self.maps["settings"].update(layout.key(0), layout.settings(0))
+            self.maps["settings"].update(layout.key(0), layout.settings(0, port_stride=len(self.ports)))
         except BaseException:
             self.close()
             raise
@@ -211,48 +279,67 @@ class Node:
                               dmac=dmacs.get(p, bytes(6))) for p in outputs]
         per_copy = self.xdp and copies_differ(outs)
         flags = ((layout.STREAM_GENERATE if generate else 0) | (layout.STREAM_ENCODE if encode else 0)
-                 | (layout.STREAM_RECOVER if recovery else 0) | (layout.STREAM_PER_COPY if per_copy else 0))
+                 | (layout.STREAM_RECOVER if recovery else 0) | (layout.STREAM_PER_COPY if per_copy else 0)
+                 | clock_flag([recovery] if recovery else []))
         copies = self._xdp_copies([self.ifindex(p) for p in outputs], per_copy)
-        self.maps["streams"].update(layout.key(stream), layout.stream(flags, outs, copies=copies))
+        base = self.next_rcvy
+        if recovery:
+            self._check_rcvy(base + 1)
+            self.maps["rcvy"].update(layout.key(base), recovery.pack())
+            self.maps["rcvy_reset_requests"].update(layout.key(base), layout.U32.pack(0))
+            self.next_rcvy += 1
+        self.maps["streams"].update(layout.key(stream), layout.stream(flags, outs, copies=copies, rcvy_base=base))
         if generate:
             self.maps["seqgen"].update(layout.key(stream), layout.SEQGEN.pack(0, 0, 0, 0))
-        if recovery:
-            self.maps["rcvy"].update(layout.rcvy_key(stream), recovery.pack())
-            self.maps["rcvy_reset_requests"].update(layout.rcvy_key(stream), layout.U32.pack(0))
         self.maps["identities"].update(layout.key(self.n_identities), layout.match_all_identity(stream, mask))
         self.n_identities += 1
-        self.maps["settings"].update(layout.key(0), layout.settings(self.n_identities))
+        self.maps["settings"].update(layout.key(0), layout.settings(self.n_identities, port_stride=len(self.ports)))
 
     def apply(self, plan: NodePlan) -> None:
-        """Writes a compiled configuration (compiler.compile_node) into the maps."""
+        """Writes a compiled configuration (compiler.compile_node) into the maps, one batch per
+        map, its counters from zero. What a configuration applied before left is cleared: its
+        hashed identities that this one has not are deleted and its streams past this one's
+        drop their frames (no outputs)."""
         if plan.ports != self.ports:
             raise ValueError(f"the plan's ports {plan.ports} are not this node's ({self.ports})")
         self._check_capacity(len(plan.streams))
+        bases, taken = rcvy_bases(plan)
+        self._check_rcvy(taken)
         ifindexes = {p: self.ifindex(p) for p in self.ports}
+        recoveries: dict[int, list[layout.RecoveryConfig]] = {}
+        for r in plan.recoveries:
+            recoveries.setdefault(r.stream, []).append(r.config)
+        streams, generated = [], []
         for stream, (flags, outputs) in enumerate(plan.streams):
+            flags |= clock_flag(recoveries.get(stream, []))
             outs = [layout.output(0 if o.port == LOCAL else ifindexes[o.port], o.flags, o.index,
                                   o.vid, o.dmac, o.pcp) for o in outputs]
             if self.xdp and copies_differ(outs):
                 flags |= layout.STREAM_PER_COPY
             copies = self._xdp_copies([ifindexes[o.port] for o in outputs if o.port != LOCAL],
                                       per_copy=bool(flags & layout.STREAM_PER_COPY))
-            self.maps["streams"].update(layout.key(stream), layout.stream(
-                flags, outs, plan.recovery_ports[stream], plan.individual_feeds[stream], copies))
+            streams.append(layout.stream(flags, outs, plan.recovery_ports[stream], plan.individual_feeds[stream],
+                                         copies, bases[stream]))
             if flags & layout.STREAM_GENERATE:
-                self.maps["seqgen"].update(layout.key(stream), layout.SEQGEN.pack(0, 0, 0, 0))
+                generated.append(stream)
+        streams += [bytes(layout.STREAM_SIZE)] * (self.capacity - len(streams))
+        self.maps["streams"].update_batch(keys(range(self.capacity)), b"".join(streams))
+        self.maps["seqgen"].update_batch(keys(generated), bytes(layout.SEQGEN.size * len(generated)))
+        slots = [bases[r.stream] + r.instance for r in plan.recoveries]
+        self.maps["rcvy"].update_batch(keys(slots), b"".join(r.config.pack() for r in plan.recoveries))
+        self.maps["rcvy_reset_requests"].update_batch(keys(slots), bytes(4 * len(slots)))
+        counters = self.maps["stream_port_stats"]
+        counters.update_batch(keys(range(counters.max_entries)), bytes(counters.value_size * counters.max_entries))
         bridge = [self.ifindex(p) for i, p in enumerate(self.ports) if plan.bridge_mask >> i & 1]
         if self.xdp and bridge:
             with entered(self.netns):
                 for ifindex in bridge:
                     self.maps["xdp_bridge"].update(layout.key(ifindex), layout.key(ifindex))
-        for r in plan.recoveries:
-            self.maps["rcvy"].update(layout.rcvy_key(r.stream, r.instance), r.config.pack())
-            self.maps["rcvy_reset_requests"].update(layout.rcvy_key(r.stream, r.instance), layout.U32.pack(0))
         write_identities(self.maps, plan)
-        self._stream_port_stats(plan)
         self.n_identities = len(plan.scanned)
         self.maps["settings"].update(layout.key(0), layout.settings(self.n_identities, plan.bridge_mask,
-                                                                    pvids=plan.pvids, shapes=plan.shapes))
+                                                                    pvids=plan.pvids, shapes=plan.shapes,
+                                                                    port_stride=len(self.ports)))
 
     @property
     def capacity(self) -> int:
@@ -265,19 +352,13 @@ class Node:
             raise ValueError(f"{streams} streams do not fit data plane {self.name!r}: it was loaded for "
                              f"at most {self.capacity} (Node(..., streams=N) with N up to {layout.MAX_STREAMS})")
 
-    def _stream_port_stats(self, plan: NodePlan) -> None:
-        """A zero stream_port_stats entry for every port a stream is identified on or copied
-        to, where the map is a hash (arrays have every entry), so that no frame has to make
-        one (the program makes a missing one on the pair's first frame)."""
-        stats = self.maps["stream_port_stats"]
-        if stats.kind != "percpu_hash":
-            return
-        pairs = {(i.stream, p) for i in plan.identities for p in range(len(plan.ports)) if i.port_mask >> p & 1}
-        pairs |= {(stream, o.index) for stream, (_, outputs) in enumerate(plan.streams) for o in outputs
-                  if o.port != LOCAL}
-        zero = bytes(stats.value_size)
-        for stream, port in sorted(pairs):
-            stats.update(layout.key(stream * layout.MAX_PORTS + port), zero)
+    def _check_rcvy(self, entries: int) -> None:
+        """ValueError unless `entries` entries of `rcvy` fit the node's."""
+        room = self.maps["rcvy"].max_entries
+        if entries > room:
+            raise ValueError(f"the recovery functions take {entries} entries of rcvy (each stream as many as its "
+                             f"highest instance needs), but data plane {self.name!r} has {room}: load it for "
+                             f"more streams (Node(..., streams=N))")
 
     def _xdp_copies(self, ifindexes: list[int], per_copy: bool = False) -> int:
         """With XDP, the entry of xdp_copies for a stream with several outputs (0 otherwise): a
@@ -350,11 +431,16 @@ class Node:
         bpfsys.attach_xdp(self.netns, port, prog, "generic")
         return "generic"
 
+    def rcvy_index(self, stream: int, instance: int = 0) -> int:
+        """The entry of `rcvy` (and rcvy_reset_requests) of a recovery function of the stream:
+        instance 0 is the compound stream's sequence recovery, 1 + p the one on port p or the
+        individual recovery whose first port is p."""
+        return layout.STREAM_HEAD.unpack_from(self.maps["streams"].lookup(layout.key(stream)))[4] + instance
+
     def recovery_state(self, stream: int, instance: int = 0) -> bytes:
-        """struct frer_rcvy of a recovery function of the stream, read under its lock (one
-        consistent set of counters): instance 0 is the compound stream's sequence recovery,
-        1 + p the individual recovery on port p."""
-        return self.maps["rcvy"].lookup(layout.rcvy_key(stream, instance), bpfsys.BPF_F_LOCK)
+        """struct frer_rcvy of a recovery function of the stream (rcvy_index), read under its
+        lock (one consistent set of counters)."""
+        return self.maps["rcvy"].lookup(layout.key(self.rcvy_index(stream, instance)), bpfsys.BPF_F_LOCK)
 
     def recovery_counters(self, stream: int, instance: int = 0) -> dict[str, int]:
         """The clause-10 counters of a recovery function of the stream (see recovery_state)."""
@@ -367,7 +453,7 @@ class Node:
     def stream_port_counters(self, stream: int, port: int) -> dict[str, int]:
         """The counters of a stream on a port, summed over CPUs (layout.STREAM_PORT_COUNTERS)."""
         return dict(zip(layout.STREAM_PORT_COUNTERS,
-                        percpu_sum(self.maps, "stream_port_stats", stream * layout.MAX_PORTS + port)))
+                        percpu_sum(self.maps, "stream_port_stats", stream * len(self.ports) + port)))
 
     def generation_counters(self, stream: int) -> dict[str, int]:
         """Frames numbered by the stream's sequence generation, and its resets."""

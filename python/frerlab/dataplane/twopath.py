@@ -21,8 +21,8 @@ streams, `stream_ports`) and gathered again at the listener (unspread_ports on i
 every mode alike; "frer" and "xdp-frer" then identify each stream by its ports (IP stream
 identification, compiled from a generated configuration), number it at sw1 and recover it at
 sw2 on its own, so the state of every stream is touched in turn. `room` loads the FRER nodes
-for more streams than they carry (frerlab.dataplane.node.map_shapes: past 1,024, hash maps
-instead of arrays), to measure what the maps cost alone. `rewrite_b` has sw1 write path b's
+for more streams than they carry (frerlab.dataplane.node.map_shapes: larger arrays, one
+recovery entry per stream from 3,856 on), to measure what the maps cost alone. `rewrite_b` has sw1 write path b's
 copies' destination MAC (the listener's own, so the listener takes either copy): the copies
 then differ per port, as with active stream identification on one path, and XDP rewrites each
 as it leaves (frer_xdp_copy), to measure what that costs.
