@@ -104,9 +104,9 @@ def spread_plan(role: str, streams: int) -> NodePlan:
                                   dport=twopath.stream_ports(s)[1], ip_src=bytes(4), ip_dst=bytes(4), position=s)
                   for s in range(streams)]
     hashed = streams >= HASH_MIN_IDENTITIES
+    keys = {i.hash_key(0): layout.ID_HIT.pack(i.stream, i.position) for i in identities}
     plan = NodePlan(ports=ports, handles=list(range(streams)), identities=identities,
-                    shapes=[identities[0].shape()] if hashed else [],
-                    hashed={i.hash_key(0): layout.ID_HIT.pack(i.stream, i.position) for i in identities} if hashed else {},
+                    shapes=[identities[0].shape()] if hashed else [], hashed=keys if hashed else {},
                     scanned=[] if hashed else identities, recovery_ports=[0] * streams,
                     individual_feeds=[{} for _ in range(streams)], ingress_ports=on, pvids=[layout.DEFAULT_PVID] * 3)
     if role == "sw1":

@@ -369,16 +369,19 @@ def _identity(ident: StreamIdentity, stream: int, mask: int, direction: int, pos
     where = f"stream-identity {ident.index}"
     if (null := ident.null_stream_identification) is not None:
         mode, vid = _vlan_rule(null.tagged, null.vlan, where)
-        return layout.Identity(stream, mask, direction, mode, vid, layout.MATCH_DMAC, position=position,
+        return layout.Identity(stream=stream, port_mask=mask, direction=direction, position=position,
+                               vlan_mode=mode, vid=vid, fields=layout.MATCH_DMAC,
                                dmac=_mac_bytes(null.destination_mac))
     if (smac := ident.smac_vlan_stream_identification) is not None:
         mode, vid = _vlan_rule(smac.tagged, smac.vlan, where)
-        return layout.Identity(stream, mask, direction, mode, vid, layout.MATCH_SMAC, position=position,
+        return layout.Identity(stream=stream, port_mask=mask, direction=direction, position=position,
+                               vlan_mode=mode, vid=vid, fields=layout.MATCH_SMAC,
                                smac=_mac_bytes(smac.source_mac))
     if (active := ident.dmac_vlan_stream_identification) is not None:
         side = active.down
         mode, vid = _vlan_rule(side.tagged, side.vlan, f"{where} down")
-        return layout.Identity(stream, mask, direction, mode, vid, layout.MATCH_DMAC, position=position,
+        return layout.Identity(stream=stream, port_mask=mask, direction=direction, position=position,
+                               vlan_mode=mode, vid=vid, fields=layout.MATCH_DMAC,
                                dmac=_mac_bytes(side.destination_mac))
     ip = ident.ip_stream_identification
     mode, vid = _vlan_rule(ip.tagged, ip.vlan, where)
@@ -397,7 +400,8 @@ def _identity(ident: StreamIdentity, stream: int, mask: int, direction: int, pos
         fields |= layout.MATCH_SPORT
     if ip.destination_port:
         fields |= layout.MATCH_DPORT
-    return layout.Identity(stream, mask, direction, mode, vid, fields, position=position,
+    return layout.Identity(stream=stream, port_mask=mask, direction=direction, position=position,
+                           vlan_mode=mode, vid=vid, fields=fields,
                            dmac=_mac_bytes(ip.destination_mac) if ip.destination_mac else bytes(6),
                            dscp=ip.dscp % 64, proto=_PROTOCOLS[ip.next_protocol],
                            sport=ip.source_port, dport=ip.destination_port,
