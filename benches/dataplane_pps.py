@@ -24,6 +24,12 @@ every stream's state is touched. Their baselines "plain-spread" and "xdp-plain-s
 "plain" and "xdp-plain" with the same spreading, so both sides pay for it.
 --busy runs a CPU hog (a busy loop at nice 0) pinned on each core for the whole measurement:
 "both cores busy", the forwarding competing with other work for every core.
+--sender xdp sends the throughput streams with the AF_XDP generator (`gen send --mode xdp` on
+the talker's port, to the listener's MAC) instead of a UDP socket: the talker's frames then
+skip its IP stack, qdisc and tc egress, and reach sw1 as skbs with the headroom AF_XDP's copy
+mode gives them (a socket's 64 B frame leaves with 2 bytes, so tc's R-TAG push at sw1 must
+reallocate its head). Not with the spread topologies, whose spreading runs at the talker's tc
+egress.
 
 The three topologies stay up for the whole run; each round measures every size and mode, in
 an order rotating from round to round, so machine noise hits all modes alike.
@@ -35,7 +41,7 @@ an order rotating from round to round, so machine noise hits all modes alike.
   frer minus each baseline. Reported: median over rounds, with the smallest and largest.
 
     .venv/bin/python benches/dataplane_pps.py [--rounds 5] [--seconds 3] [--json FILE]
-        [--cases LABEL,...] [--sizes 64,1518] [--no-latency] [--busy]
+        [--cases LABEL,...] [--sizes 64,1518] [--no-latency] [--busy] [--sender udp|xdp]
 """
 
 from __future__ import annotations
@@ -53,6 +59,8 @@ from pathlib import Path
 
 from frerlab import bpfsys
 from frerlab.dataplane.twopath import MODES, TwoPath
+from frerlab.netns import link_info
+from frerlab.testbed.plan import HOST_PORT
 
 SIZES = (64, 512, 1518)
 #: The topologies measured: label -> TwoPath's (mode, history length, streams[, room, rewrite_b]).
@@ -110,6 +118,14 @@ class Hogs:
             proc.wait()
 
 
+def sender_args(net: TwoPath, sender: str) -> list[str]:
+    """`gen send` options of the throughput streams' sender."""
+    if sender == "udp":
+        return []
+    mac = link_info(net.ns["listener"], HOST_PORT)["address"]
+    return ["--mode", "xdp", "--interface", HOST_PORT, "--dst-mac", mac]
+
+
 def measure(args: argparse.Namespace) -> list[dict]:
     raw: list[dict] = []
     labels = args.cases
@@ -129,8 +145,8 @@ def measure(args: argparse.Namespace) -> list[dict]:
             for size in args.sizes:
                 for mode in order:
                     before = run_stats(programs[mode])
-                    stream = nets[mode].stream(["--frame-size", str(size), "--max-rate",
-                                                "--duration", str(args.seconds)])
+                    stream = nets[mode].stream(["--frame-size", str(size), "--max-rate", "--duration",
+                                                str(args.seconds), *sender_args(nets[mode], args.sender)])
                     after = run_stats(programs[mode])
                     raw.append({"round": round_no, "load1": load, "kind": "throughput", "mode": mode,
                                 "size": size, "pps": throughput(stream), "stream": stream,
@@ -202,10 +218,15 @@ def main() -> int:
                         help="comma-separated frame sizes (default 64,512,1518)")
     parser.add_argument("--no-latency", dest="latency", action="store_false", help="throughput and program cost only")
     parser.add_argument("--busy", action="store_true", help="a CPU hog pinned on each core for the whole run")
+    parser.add_argument("--sender", choices=("udp", "xdp"), default="udp",
+                        help="the throughput streams' sender: a UDP socket or AF_XDP (default udp)")
     args = parser.parse_args()
     unknown = [label for label in args.cases if label not in TOPOLOGIES]
     if unknown:
         parser.error(f"--cases {','.join(unknown)} is not valid (valid: {', '.join(TOPOLOGIES)})")
+    spread = [label for label in args.cases if TOPOLOGIES[label][2] > 1]
+    if args.sender == "xdp" and spread:
+        parser.error(f"--sender xdp does not spread streams (the talker's tc egress does): drop {','.join(spread)}")
     # a plain kill cleans up too (namespaces, pins, statistics), like Ctrl-C
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     raw = measure(args)

@@ -78,17 +78,18 @@ struct frer_id_shape {
 	__u32 port_mask;  /* the ports of every identity of the shape */
 };
 
-/* Global settings of a data plane: array map `settings`, one entry. 96 bytes. */
+/* Global settings of a data plane: array map `settings`, one entry. 128 bytes. */
 struct frer_settings {
 	__u32 n_identities;  /* entries of `identities` in use, scanned in order */
 	__u32 bridge_ports;  /* mask of ports that plain-forward (learning bridge) other frames */
 	__u32 flags;         /* FRER_SETTING_* */
 	__u32 n_shapes;      /* shapes in use (0..FRER_MAX_SHAPES): lookups in identity_hash */
+	__u32 port_stride;   /* entries of stream_port_stats per stream: the node's ports */
+	__u32 pad;
 	__u64 fixed_now_ns;  /* the clock under FRER_SETTING_FIXED_CLOCK (vector replay) */
 	__u16 pvid[FRER_MAX_PORTS]; /* per port: the VID of untagged and VID 0 frames (802.1Q 6.9) */
 	struct frer_id_shape shape[FRER_MAX_SHAPES];
-	__u32 port_stride;   /* entries of stream_port_stats per stream: the node's ports */
-	__u32 pad;
+	__u8 pad2[32];       /* to 128 bytes: no cache line of it shared with another object */
 };
 
 /* frer_identity.fields: which parameters must match (a clear bit means "any"). */

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from frerlab.frer import COUNTER_NAMES
 
-SETTINGS = struct.Struct("<IIIIQ16H32sI4x")
+SETTINGS = struct.Struct("<IIIII4xQ16H32s32x")
 IDENTITY = struct.Struct("<IHBBHH6s6sBB2s2sH16s16s")
 SHAPE = struct.Struct("<HBBI")
 ID_KEY = struct.Struct("<BBBBHBB6s6s2s2s16s16s")
@@ -60,7 +60,7 @@ TC_ACT_OK, TC_ACT_SHOT, TC_ACT_REDIRECT = 0, 2, 7
 #: XDP actions (linux/bpf.h enum xdp_action).
 XDP_DROP, XDP_PASS, XDP_REDIRECT = 1, 2, 4
 
-for _s, _size in ((SETTINGS, 96), (IDENTITY, 64), (SHAPE, 8), (ID_KEY, 56), (ID_HIT, 4), (OUTPUT, 16), (RCVY, 256), (SEQGEN, 24),
+for _s, _size in ((SETTINGS, 128), (IDENTITY, 64), (SHAPE, 8), (ID_KEY, 56), (ID_HIT, 4), (OUTPUT, 16), (RCVY, 256), (SEQGEN, 24),
                   (PORT_STATS, 80), (STREAM_PORT_STATS, 32)):
     assert _s.size == _size, f"{_s.format} packs {_s.size} bytes, frer_common.h says {_size}"
 #: struct frer_stream: the head and MAX_OUTPUTS outputs.
@@ -99,8 +99,8 @@ def settings(n_identities: int, bridge_ports: int = 0, fixed_now_ns: int | None 
     flags = 0 if fixed_now_ns is None else SETTING_FIXED_CLOCK
     pvid = [*pvids, *[DEFAULT_PVID] * (MAX_PORTS - len(pvids))]
     packed = b"".join(s.pack() for s in shapes).ljust(MAX_SHAPES * SHAPE.size, b"\0")
-    return SETTINGS.pack(n_identities, bridge_ports, flags, len(shapes), fixed_now_ns or 0, *pvid, packed,
-                         port_stride)
+    return SETTINGS.pack(n_identities, bridge_ports, flags, len(shapes), port_stride, fixed_now_ns or 0, *pvid,
+                         packed)
 
 
 @dataclass(frozen=True)
