@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 # libelf-dev, zlib1g-dev and pkg-config: libbpf-sys builds its vendored libbpf (the data plane's
 # loader, crates/bpf) against them; libbpf-dev: the headers the BPF C includes.
-DEB_PACKAGES := clang llvm libbpf-dev libelf-dev zlib1g-dev pkg-config iproute2 iputils-ping ethtool iperf3 sockperf netsniff-ng tcpdump tshark openssh-server chromium
+DEB_PACKAGES := clang llvm libbpf-dev libelf-dev zlib1g-dev pkg-config iproute2 iputils-ping ethtool iperf3 sockperf netsniff-ng tcpdump tshark openssh-server chromium linux-perf
 # One build at a time: parallel make runs (and parallel developers) share the .venv and target/.
 LOCK := flock /tmp/frerlab-build.lock
 
@@ -55,6 +55,9 @@ bench: build
 	$(PY) benches/sim_engine.py
 	$(PY) benches/traffic_pps.py
 	$(PY) benches/dataplane_pps.py
+	$(PY) benches/dataplane_profile.py
+	$(PY) benches/dataplane_stats.py
+	$(PY) benches/dataplane_compile.py
 	$(PY) benches/throughput_search.py
 
 clean:
