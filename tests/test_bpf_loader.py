@@ -19,6 +19,7 @@ from conftest import NEEDS_BPF, ROOT
 
 from frerlab import bpfsys
 from frerlab.dataplane import control, layout
+from frerlab.dataplane.compiler import NodePlan, OutputPlan, RecoveryPlan
 from frerlab.dataplane.config import load_config, parse_config
 from frerlab.dataplane.node import ARRAY_STREAMS, CLOCK_MONOTONIC_COARSE, COARSE_TIMEOUT_TICKS, OBJECT, PIN_ROOT, Node
 from frerlab.netns import Namespaces, entered, link_info
@@ -165,6 +166,22 @@ def test_a_node_keeps_its_streams_in_arrays_sized_to_them(streams):
                 node.add_stream(node.capacity, ingress=["pa"], outputs=["pb"])
     with pytest.raises(ValueError, match=r"streams 0 is out of range \(1..=65536\)"):
         Node("n", None, ["a"], streams=0)
+
+
+def test_recovery_functions_beyond_the_node_s_rcvy_entries_are_refused_naming_both():
+    """4,096 streams each with a recovery function on port 15 (instance 16) take 17 entries
+    each, 69,632: a node of 4,096 streams has 65,536 (layout.MAX_RCVY)."""
+    streams = 4096
+    plan = NodePlan(ports=["pa", "pb"], handles=list(range(streams)),
+                    streams=[(layout.STREAM_RECOVER, [OutputPlan("pb", 1)])] * streams,
+                    recovery_ports=[0] * streams, individual_feeds=[{}] * streams,
+                    recoveries=[RecoveryPlan(s, 16, s, layout.RecoveryConfig()) for s in range(streams)])
+    with Namespaces(prefix()) as net:
+        net.add("x")
+        net.link("x", "pa", "x", "pb")
+        with Node(f"{net.prefix}-rc", net.ns["x"], ["pa", "pb"], streams=streams) as node:
+            with pytest.raises(ValueError, match=f"take 69632 entries of rcvy .* '{net.prefix}-rc' has 65536"):
+                node.apply(plan)
 
 
 def test_a_stream_runs_on_the_coarse_clock_only_where_a_tick_cannot_matter():

@@ -190,7 +190,7 @@ def compile_node(cfg: NodeConfig) -> NodePlan:
                 plan.recoveries.append(RecoveryPlan(stream, instance, handle, config, latent, on))
     if len(plan.recoveries) > layout.MAX_RCVY:
         raise ValueError(f"{len(plan.recoveries)} recovery functions is out of range "
-                         f"(0..={layout.MAX_RCVY}, FRER_MAX_RCVY)")
+                         f"(0..={layout.MAX_RCVY}, layout.MAX_RCVY)")
 
     encode = _encoding(cfg, flags, plan.recovery_ports, stream_index)
     splits = _splits(cfg, stream_index)
