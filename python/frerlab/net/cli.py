@@ -1,6 +1,7 @@
 """`frerlab net`: a FRER network described once in a topology file (networks/*.yaml,
 docs/networks.md): its reliability predicted, its scenario compiled and run in the simulator,
-both swept over link loss, each node's FRER functions shown.
+both swept over link loss, each node's FRER functions shown and exported (frerlab's data
+plane, the IEEE YANG, LAN966x).
 
 The simulator's Python side (pandas) and numpy are imported by the commands, not when the
 parser is built (every `frerlab` command builds it)."""
@@ -24,6 +25,7 @@ EPILOG = """examples:
   frerlab net sim networks/ladder_end_to_end.yaml --set links.a1-sw1.loss=0.05
   frerlab net scenario networks/seed_two_path.yaml             the compiled scenario YAML
   frerlab net nodes networks/ladder_per_stage.yaml             each node's FRER functions
+  frerlab net export networks/ladder_per_stage.yaml --format dataplane -o out   each node's data plane file
   frerlab net sweep networks/ladder_per_stage.yaml networks/ladder_end_to_end.yaml --loss 0.01,0.1 -o results/ladder
 
 The topology file's fields, the prediction's formula and its limits: docs/networks.md.
@@ -31,7 +33,7 @@ The topology file's fields, the prediction's formula and its limits: docs/networ
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Adds `frerlab net analyse|sim|scenario|sweep|nodes`."""
+    """Adds `frerlab net analyse|sim|scenario|sweep|nodes|export`."""
     parser = subparsers.add_parser(
         "net", help="a FRER network from one topology file: predict, simulate", description=__doc__,
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -74,7 +76,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sweep.set_defaults(func=cmd_sweep)
     nodes = verb("nodes", "print each node's FRER functions (YAML)", cmd_nodes)
     add_json(nodes, "the same as JSON")
+    export = verb("export", "each node's configuration: frerlab's data plane, the IEEE YANG, or LAN966x", cmd_export)
+    export.add_argument("--format", required=True, choices=EXPORT_FORMATS,
+                        help="dataplane: `frerlab dataplane up` files; yang-json: RFC 7951 JSON after "
+                             "ieee802-dot1cb-frer and -stream-identification; lan966x: the BSP's command script")
+    add_output(export, "directory for one file per node", required=True)
+    add_json(export, "what was written and what was not")
     parser.set_defaults(func=lambda args: parser.print_help() or 2)
+
+
+#: `net export --format`: the file suffix of each.
+EXPORT_FORMATS = {"dataplane": ".yaml", "yang-json": ".json", "lan966x": ".lan966x.sh"}
 
 
 def load(args: argparse.Namespace):
@@ -234,3 +246,53 @@ def cmd_nodes(args: argparse.Namespace) -> int:
     else:
         print(dump_yaml(data), end="")
     return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """Writes each node's configuration (frerlab.net.dataplane) in the chosen format, one file
+    per node; a node the format cannot express (LAN966x: no R-TAG kept after recovery) is named
+    with the reason, and the command then ends with status 1."""
+    from frerlab.errors import UsageError
+    from frerlab.net.dataplane import node_documents
+
+    out = output_dir(args.output, "-o/--output")
+    topo = load(args)
+    documents = node_documents(topo)
+    written, refused = {}, {}
+    out.mkdir(parents=True, exist_ok=True)
+    for name, document in documents.items():
+        path = out / f"{name}{EXPORT_FORMATS[args.format]}"
+        try:
+            text = _export_text(document, name, args.format, str(args.topology))
+        except UsageError as err:
+            refused[name] = str(err)
+            continue
+        write_atomic(path, text)
+        written[name] = str(path)
+    lines = [f"{name}: {path}" for name, path in written.items()]
+    lines += [f"{name}: not exported: {reason}" for name, reason in refused.items()]
+    emit(args, {"topology": str(args.topology), "format": args.format, "written": written, "refused": refused},
+         "\n".join(lines))
+    return 1 if refused else 0
+
+
+def _export_text(document: dict, name: str, fmt: str, source: str) -> str:
+    """One node's document in format `fmt`."""
+    from frerlab.dataplane.config import parse_config
+    from frerlab.net.sim import dump_yaml
+
+    if fmt == "dataplane":
+        return dump_yaml(document)
+    cfg = parse_config(document, f"node {name} of {source}")
+    if fmt == "lan966x":
+        from frerlab.config.lan966x import export_lan966x
+        from frerlab.errors import UsageError
+
+        if "sequence-identification" in document:
+            raise UsageError("a stream recovered here and passed on with its R-TAG (recovery at every stage) "
+                             "has no LAN966x form: the switch removes the tag where it recovers")
+
+        return export_lan966x(cfg, source=f"{source}, node {name}")
+    from frerlab.config.yang import dumps, export_yang
+
+    return dumps(export_yang(cfg, []))

@@ -1,0 +1,138 @@
+"""Each node of a topology as a configuration of frerlab's eBPF data plane
+(frerlab.dataplane.config.NodeConfig), made from the same NodeFunctions the simulator scenario
+is made from (frerlab.net.nodes): what `net sim` simulates is what a namespace network of the
+topology would load, and what the per-switch YANG and LAN966x exports describe.
+
+Addressing (the namespace network's, from the testbeds' 198.18.0.0/15): end station k in the
+file's order has address 198.18.0.0 + k + 1; stream i (file order) is handle i + 1 and is sent
+to its listener's address on UDP port STREAM_PORT_BASE + i. Every node identifies a stream by
+those two (IP stream identification): frames received by the links the stream arrives on
+(out-facing input ports), and at a talker that numbers its own stream, frames its host sends
+out of the first link it forwards the stream on (in-facing, 802.1CB's talker end system).
+Sequence recovery functions keep the R-TAG on frames they pass where FRER acts again further
+on (sequence-identification active on the outputs: recovery at every stage), and remove it at
+the last one (the data plane's default). Times become whole milliseconds, the YANG's unit,
+rounded up. A node with nothing to do for any stream (a plain end station) has no
+configuration.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+
+from frerlab.dataplane.config import LOCAL, NodeConfig, parse_config
+from frerlab.net.nodes import NodeFunctions, RecoveryFunction, node_functions
+from frerlab.net.topology import LatentErrorDetection, Topology
+
+#: The first UDP destination port of the streams (stream i: STREAM_PORT_BASE + i).
+STREAM_PORT_BASE = 5000
+#: The first end station's address (the next ones follow it).
+FIRST_ADDRESS = ipaddress.IPv4Address("198.18.0.1")
+PS_PER_MS = 10**9
+
+
+def addresses(topo: Topology) -> dict[str, str]:
+    """Each end station's address, in file order."""
+    stations = [name for name, node in topo.nodes.items() if node.kind == "end_station"]
+    return {name: str(FIRST_ADDRESS + k) for k, name in enumerate(stations)}
+
+
+def arrivals(topo: Topology) -> dict[tuple[str, str], list[str]]:
+    """(stream, node) -> the links the stream's frames arrive on at that node, in the node's
+    link order."""
+    ends = {link.name: (link.a, link.b) for link in topo.links}
+    found: dict[tuple[str, str], set[str]] = {}
+    for s in topo.streams:
+        plan = topo.plans[s.name]
+        for i, stage in enumerate(plan.stages):
+            for segment in stage:
+                at = plan.boundaries[i]
+                for link in segment:
+                    a, b = ends[link]
+                    at = b if at == a else a
+                    found.setdefault((s.name, at), set()).add(link)
+    order = {name: [link.name for link in topo.links if name in (link.a, link.b)] for name in topo.nodes}
+    return {key: sorted(links, key=order[key[1]].index) for key, links in found.items()}
+
+
+def node_documents(topo: Topology) -> dict[str, dict]:
+    """The data plane configuration of every node that has something to do, in file order, as
+    the mapping a configuration file holds (docs/dataplane.md's vocabulary)."""
+    arriving = arrivals(topo)
+    address = addresses(topo)
+    index = {s.name: i for i, s in enumerate(topo.streams)}
+    documents = {}
+    for name, nf in node_functions(topo).items():
+        document = _document(topo, nf, arriving, address, index)
+        if document is not None:
+            documents[name] = document
+    return documents
+
+
+def node_configs(topo: Topology) -> dict[str, NodeConfig]:
+    """node_documents, validated and compiled."""
+    return {name: parse_config(document, f"node {name} of the topology")
+            for name, document in node_documents(topo).items()}
+
+
+def _document(topo: Topology, nf: NodeFunctions, arriving: dict[tuple[str, str], list[str]],
+              address: dict[str, str], index: dict[str, int]) -> dict | None:
+    """The configuration of one node as a mapping in the data plane's file vocabulary."""
+    identities, generation, recovery, forwarding, tagged = [], [], [], [], []
+    forwards = {f.stream: f for f in nf.forwarding}
+    recovers = {r.stream for r in nf.recovery}
+    for s in topo.streams:
+        handle = index[s.name] + 1
+        talks_frer = s.name in nf.talks and s.name in nf.generation
+        listens_frer = s.name in nf.listens and s.name in recovers
+        if not (talks_frer or listens_frer or (s.name in forwards and s.name not in nf.talks)):
+            continue
+        match = {"ip-destination": address[topo.plans[s.name].listener], "next-protocol": "udp",
+                 "destination-port": STREAM_PORT_BASE + index[s.name]}
+        facing = ({"in-facing": {"input-port": [forwards[s.name].output[0]]}} if talks_frer
+                  else {"out-facing": {"input-port": arriving[s.name, nf.name]}})
+        identities.append({"index": len(identities) + 1, "handle": handle, **facing,
+                           "ip-stream-identification": match})
+        if s.name in nf.generation:
+            generation.append({"index": len(generation) + 1, "stream": [handle]})
+        for r in (r for r in nf.recovery if r.stream == s.name):
+            recovery.append({"index": len(recovery) + 1, "stream": [handle], **_recovery(r)})
+        if s.name in nf.listens:
+            forwarding.append({"stream": handle, "output-port": [LOCAL]})
+            continue
+        forward = forwards[s.name]
+        forwarding.append({"stream": handle, "output-port": list(forward.output)})
+        if forward.tagged and s.name in recovers:
+            tagged.append({"port": list(forward.output), "stream": [handle], "active": True})
+    if not identities:
+        return None
+    document = {"name": nf.name, "ports": nf.links, "stream-identity": identities, "stream-forwarding": forwarding}
+    for key, entries in (("sequence-generation", generation), ("sequence-recovery", recovery),
+                         ("sequence-identification", tagged)):
+        if entries:
+            document[key] = entries
+    return document
+
+
+def _recovery(r: RecoveryFunction) -> dict:
+    """A recovery function's fields of a sequence-recovery entry."""
+    entry = {"algorithm": r.algorithm, "history-length": r.history_length}
+    if r.individual_recovery:
+        entry |= {"port": list(r.ingress), "individual-recovery": True}
+    if r.reset_timeout is not None:
+        entry["reset-timeout"] = r.reset_timeout if r.reset_timeout == "never" else _ms(r.reset_timeout)
+    if r.latent_error_detection is not None:
+        entry |= {"latent-error-detection": True,
+                  "latent-error-detection-parameters": _latent(r.latent_error_detection)}
+    return entry
+
+
+def _latent(latent: LatentErrorDetection) -> dict:
+    return {"difference": latent.difference, "period": _ms(latent.period), "paths": latent.paths,
+            "reset-period": _ms(latent.reset_period)}
+
+
+def _ms(ps: int) -> int:
+    """Picoseconds as whole milliseconds, rounded up (at least 1)."""
+    return max(1, math.ceil(ps / PS_PER_MS))
