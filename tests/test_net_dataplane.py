@@ -54,8 +54,16 @@ def test_the_ladder_recovers_and_retags_at_every_stage_and_removes_the_tag_at_th
     assert got["sw2"] == [(REC | ENC, ["sw2-a3", "sw2-b3"])]
     assert got["sw3"] == [(REC, ["sw3-listener"])]
     assert "talker" not in got and "listener" not in got, "plain end stations"
-    end_to_end = roles(node_configs(load_topology(NETWORKS / "ladder_end_to_end.yaml")))
-    assert end_to_end["sw1"] == [(ENC, ["sw1-a2", "sw1-b2"])], "no recovery in the middle end to end"
+    end_to_end = node_configs(load_topology(NETWORKS / "ladder_end_to_end.yaml"))
+    assert roles(end_to_end)["sw1"] == [(ENC, ["sw1-a2"]), (ENC, ["sw1-b2"])], "no recovery in the middle end to end"
+
+
+def test_a_relay_on_two_member_paths_sends_each_member_on_along_its_own_path():
+    sw1 = node_configs(load_topology(NETWORKS / "ladder_end_to_end.yaml"))["sw1"].plan
+    ports = [sw1.ports.index(link) for link in ("a1-sw1", "b1-sw1")]
+    assert [(i.stream, i.port_mask) for i in sw1.identities] == [(0, 1 << ports[0]), (1, 1 << ports[1])]
+    assert sw1.handles == [1, 2], "the second member is a stream of its own, after the topology's one stream"
+    assert [[o.port for o in copies] for _, copies in sw1.streams] == [["sw1-a2"], ["sw1-b2"]]
 
 
 def test_streams_are_identified_by_their_listener_s_address_and_a_port_of_their_own():

@@ -140,7 +140,8 @@ def test_net_verbs_print_json_and_write_their_results(capsys, tmp_path):
     nodes = run_json(capsys, ["net", "nodes", ladder])
     sw1 = next(n for n in nodes if n["name"] == "sw1")
     assert [(r["stream"], r["keep_tag"]) for r in sw1["recovery"]] == [("control", True)]
-    assert sw1["forwarding"] == [{"stream": "control", "output": ["sw1-a2", "sw1-b2"], "tagged": True}]
+    assert sw1["forwarding"] == [{"stream": "control", "output": ["sw1-a2", "sw1-b2"], "tagged": True,
+                                  "ingress": ["a1-sw1", "b1-sw1"]}]
 
 
 @pytest.mark.parametrize("name", SHIPPED)

@@ -27,13 +27,18 @@ EPILOG = """examples:
   frerlab net nodes networks/ladder_per_stage.yaml             each node's FRER functions
   frerlab net export networks/ladder_per_stage.yaml --format dataplane -o out   each node's data plane file
   frerlab net sweep networks/ladder_per_stage.yaml networks/ladder_end_to_end.yaml --loss 0.01,0.1 -o results/ladder
+  frerlab net up networks/ring.yaml --name ring                 bring it up in network namespaces
+  frerlab net exec --name ring talker -- ping -c 1 198.18.0.2  run a command in a node's namespace
+  frerlab net impair --name ring r1-r2 --down                  cut a link (--up restores it)
+  frerlab net status --name ring                               data plane and link counters
+  frerlab net down --name ring                                 take it down (idempotent)
 
 The topology file's fields, the prediction's formula and its limits: docs/networks.md.
 """
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Adds `frerlab net analyse|sim|scenario|sweep|nodes|export`."""
+    """Adds `frerlab net analyse|sim|scenario|sweep|nodes|export|up|down|exec|impair|status`."""
     parser = subparsers.add_parser(
         "net", help="a FRER network from one topology file: predict, simulate", description=__doc__,
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -82,7 +87,49 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "ieee802-dot1cb-frer and -stream-identification; lan966x: the BSP's command script")
     add_output(export, "directory for one file per node", required=True)
     add_json(export, "what was written and what was not")
+    up = verb("up", "bring the topology up in network namespaces, each node's data plane loaded", cmd_up)
+    _name(up)
+    up.add_argument("--hook", default="tc", choices=("tc", "xdp", "auto"), help="what runs the data planes' received "
+                                                                          "frames (docs/dataplane.md; default tc)")
+    add_json(up, "the network's state")
+    down = verbs.add_parser("down", help="take a network down (idempotent)", epilog=EPILOG,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    which = down.add_mutually_exclusive_group()
+    _name(which)
+    which.add_argument("--all", action="store_true", help="every network that is up")
+    add_json(down, "each network and whether it was up")
+    down.set_defaults(func=cmd_down)
+    ex = verbs.add_parser("exec", help="run a command in a node's namespace (its exit status is passed on)",
+                          epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _name(ex)
+    ex.add_argument("node", help="a node of the topology")
+    ex.add_argument("argv", nargs=argparse.REMAINDER, help="-- COMMAND ARGS...")
+    ex.set_defaults(func=cmd_exec)
+    imp = verbs.add_parser("impair", help="cut, restore or make lossy a link at run time (both directions)",
+                           epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _name(imp)
+    imp.add_argument("link", help="a link of the topology")
+    updown = imp.add_mutually_exclusive_group()
+    updown.add_argument("--down", action="store_true", help="cut the link")
+    updown.add_argument("--up", action="store_true", help="restore a cut link")
+    imp.add_argument("--loss", help="Bernoulli loss probability (0..1)")
+    imp.add_argument("--clear", action="store_true", help="remove every impairment first")
+    add_json(imp, "the link's impairments after the change")
+    imp.set_defaults(func=cmd_impair)
+    st = verbs.add_parser("status", help="each node's data plane counters and each link's element",
+                          epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _name(st)
+    add_json(st, "the status")
+    st.set_defaults(func=cmd_status)
     parser.set_defaults(func=lambda args: parser.print_help() or 2)
+
+
+DEFAULT_NAME = "net"
+
+
+def _name(parser) -> None:
+    parser.add_argument("--name", default=DEFAULT_NAME, help=f"the network's name (default {DEFAULT_NAME}): its "
+                                                             "namespaces are n-NAME-NODE")
 
 
 #: `net export --format`: the file suffix of each.
@@ -97,14 +144,20 @@ def load(args: argparse.Namespace):
 def load_data(args: argparse.Namespace):
     """The plain data of the command's topology file with its --set overrides, and the
     validated topology."""
+    return topology_with_overrides(args.topology, args.set)
+
+
+def topology_with_overrides(path: Path, overrides: list[str]):
+    """The plain data of topology file `path` with `overrides` (FIELD=VALUE) applied, and the
+    validated topology."""
     from frerlab.net.topology import parse_topology, read_data
     from frerlab.sim.api import set_field
     from frerlab.sim.cli import parse_overrides
 
-    data = read_data(args.topology)
-    for name, value in parse_overrides(args.set).items():
+    data = read_data(path)
+    for name, value in parse_overrides(overrides).items():
         set_field(data, name, value)
-    return data, parse_topology(copy.deepcopy(data), str(args.topology))
+    return data, parse_topology(copy.deepcopy(data), str(path))
 
 
 def _fraction(value: float | None) -> str:
@@ -296,3 +349,84 @@ def _export_text(document: dict, name: str, fmt: str, source: str) -> str:
     from frerlab.config.yang import dumps, export_yang
 
     return dumps(export_yang(cfg, []))
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    """Brings the topology up in namespaces and says how to reach it."""
+    import time
+
+    from frerlab.net import namespaces
+
+    started = time.monotonic()
+    data, topo = load_data(args)
+    state = namespaces.up(topo, data, str(args.topology), args.name, args.hook)
+    lines = [f"network {args.name} ({topo.name}) up in {time.monotonic() - started:.1f} s: {len(topo.nodes)} nodes, "
+             f"{len(topo.links)} links, data planes on {', '.join(state['dataplanes']) or 'none'}"]
+    lines += [f"  {node}: {address}" for node, address in state["addresses"].items()]
+    lines += [f"  stream {stream}: UDP port {port}" for stream, port in state["ports"].items()]
+    lines.append(f"  frerlab net exec --name {args.name} NODE -- CMD")
+    emit(args, state, "\n".join(lines))
+    return 0
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    """Takes one network (or every one) down."""
+    from frerlab.net import namespaces
+    from frerlab.statefiles import down_all
+
+    names = namespaces.running() if args.all else [args.name]
+    was_up = down_all("network", names, namespaces.down, say=(lambda line: None) if args.json else print)
+    emit(args, [{"name": name, "was_up": up} for name, up in was_up.items()])
+    return 0
+
+
+def cmd_exec(args: argparse.Namespace) -> int:
+    """Runs a command in a node's namespace; its exit status."""
+    import subprocess
+
+    from frerlab.net import namespaces
+
+    argv = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
+    return subprocess.run(namespaces.exec_argv(args.name, args.node, argv)).returncode
+
+
+def cmd_impair(args: argparse.Namespace) -> int:
+    """Changes a link's impairments."""
+    from frerlab.errors import UsageError
+    from frerlab.net import namespaces
+    from frerlab.units import option_value
+
+    changes: dict = {}
+    if args.down or args.up:
+        changes["down"] = bool(args.down)
+    if args.loss is not None:
+        changes["loss"] = option_value(_probability, args.loss, "--loss")
+    if not changes and not args.clear:
+        raise UsageError("nothing to change: give --down, --up, --loss or --clear")
+    info = namespaces.impair(args.name, args.link, args.clear, **changes)
+    emit(args, {"network": args.name, "link": args.link, **info},
+         "\n".join(f"link {args.link} {direction}: {({k: v for k, v in imp.items() if v}) or 'clean'}"
+                   for direction, imp in info["settings"].items()))
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    """Prints each node's recovery counters and each link's element counters."""
+    from frerlab.net import namespaces
+
+    st = namespaces.status(args.name)
+    lines = [f"network {st['name']} ({st['topology']})"]
+    for node, info in st["nodes"].items():
+        lines.append(f"  {node:<12}{info['netns']}" + (f"  {info['address']}" if info["address"] else ""))
+        for stream in (info["dataplane"] or {"streams": []})["streams"]:
+            for r in stream["recovery"]:
+                lines.append(f"    stream {stream['handle']} {r['function']} recovery: passed {r['passed_packets']}, "
+                             f"discarded {r['discarded_packets']}, lost {r['lost_packets']}, "
+                             f"rogue {r['rogue_packets']}")
+    for link, info in st["links"].items():
+        for direction, c in info["counters"].items():
+            active = {k: v for k, v in info["settings"][direction].items() if v}
+            lines.append(f"  link {link} {direction}: {active or 'clean'}; in {c['frames_in']}, "
+                         f"forwarded {c['forwarded']}, dropped {c['dropped_down'] + c['dropped_loss']}")
+    emit(args, st, "\n".join(lines))
+    return 0

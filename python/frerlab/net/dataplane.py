@@ -8,7 +8,10 @@ file's order has address 198.18.0.0 + k + 1; stream i (file order) is handle i +
 to its listener's address on UDP port STREAM_PORT_BASE + i. Every node identifies a stream by
 those two (IP stream identification): frames received by the links the stream arrives on
 (out-facing input ports), and at a talker that numbers its own stream, frames its host sends
-out of the first link it forwards the stream on (in-facing, 802.1CB's talker end system).
+out of the first link it forwards the stream on (in-facing, 802.1CB's talker end system). A
+relay on several member paths of a stream without recovering it (the end-to-end ladder's middle
+switches) identifies each member by the links it arrives on, as a stream of its own (handles
+after the streams'), and sends it on along its own path only.
 Sequence recovery functions keep the R-TAG on frames they pass where FRER acts again further
 on (sequence-identification active on the outputs: recovery at every stage), and remove it at
 the last one (the data plane's default). Times become whole milliseconds, the YANG's unit,
@@ -38,33 +41,14 @@ def addresses(topo: Topology) -> dict[str, str]:
     return {name: str(FIRST_ADDRESS + k) for k, name in enumerate(stations)}
 
 
-def arrivals(topo: Topology) -> dict[tuple[str, str], list[str]]:
-    """(stream, node) -> the links the stream's frames arrive on at that node, in the node's
-    link order."""
-    ends = {link.name: (link.a, link.b) for link in topo.links}
-    found: dict[tuple[str, str], set[str]] = {}
-    for s in topo.streams:
-        plan = topo.plans[s.name]
-        for i, stage in enumerate(plan.stages):
-            for segment in stage:
-                at = plan.boundaries[i]
-                for link in segment:
-                    a, b = ends[link]
-                    at = b if at == a else a
-                    found.setdefault((s.name, at), set()).add(link)
-    order = {name: [link.name for link in topo.links if name in (link.a, link.b)] for name in topo.nodes}
-    return {key: sorted(links, key=order[key[1]].index) for key, links in found.items()}
-
-
 def node_documents(topo: Topology) -> dict[str, dict]:
     """The data plane configuration of every node that has something to do, in file order, as
     the mapping a configuration file holds (docs/dataplane.md's vocabulary)."""
-    arriving = arrivals(topo)
     address = addresses(topo)
     index = {s.name: i for i, s in enumerate(topo.streams)}
     documents = {}
     for name, nf in node_functions(topo).items():
-        document = _document(topo, nf, arriving, address, index)
+        document = _document(topo, nf, address, index)
         if document is not None:
             documents[name] = document
     return documents
@@ -76,35 +60,36 @@ def node_configs(topo: Topology) -> dict[str, NodeConfig]:
             for name, document in node_documents(topo).items()}
 
 
-def _document(topo: Topology, nf: NodeFunctions, arriving: dict[tuple[str, str], list[str]],
-              address: dict[str, str], index: dict[str, int]) -> dict | None:
+def _document(topo: Topology, nf: NodeFunctions, address: dict[str, str], index: dict[str, int]) -> dict | None:
     """The configuration of one node as a mapping in the data plane's file vocabulary."""
     identities, generation, recovery, forwarding, tagged = [], [], [], [], []
-    forwards = {f.stream: f for f in nf.forwarding}
     recovers = {r.stream for r in nf.recovery}
+    members = len(topo.streams)  # the handles of a relay's further members come after the streams'
     for s in topo.streams:
-        handle = index[s.name] + 1
         talks_frer = s.name in nf.talks and s.name in nf.generation
         listens_frer = s.name in nf.listens and s.name in recovers
-        if not (talks_frer or listens_frer or (s.name in forwards and s.name not in nf.talks)):
+        if not (talks_frer or listens_frer or s.name not in (*nf.talks, *nf.listens)):
             continue
         match = {"ip-destination": address[topo.plans[s.name].listener], "next-protocol": "udp",
                  "destination-port": STREAM_PORT_BASE + index[s.name]}
-        facing = ({"in-facing": {"input-port": [forwards[s.name].output[0]]}} if talks_frer
-                  else {"out-facing": {"input-port": arriving[s.name, nf.name]}})
-        identities.append({"index": len(identities) + 1, "handle": handle, **facing,
-                           "ip-stream-identification": match})
+        for k, forward in enumerate(f for f in nf.forwarding if f.stream == s.name):
+            if k == 0:
+                handle = index[s.name] + 1
+            else:
+                members += 1
+                handle = members
+            facing = ({"out-facing": {"input-port": list(forward.ingress)}} if forward.ingress
+                      else {"in-facing": {"input-port": [forward.output[0]]}})
+            identities.append({"index": len(identities) + 1, "handle": handle, **facing,
+                               "ip-stream-identification": match})
+            forwarding.append({"stream": handle, "output-port": list(forward.output) or [LOCAL]})
+            if forward.tagged and s.name in recovers:
+                tagged.append({"port": list(forward.output), "stream": [handle], "active": True})
+        handle = index[s.name] + 1
         if s.name in nf.generation:
             generation.append({"index": len(generation) + 1, "stream": [handle]})
         for r in (r for r in nf.recovery if r.stream == s.name):
             recovery.append({"index": len(recovery) + 1, "stream": [handle], **_recovery(r)})
-        if s.name in nf.listens:
-            forwarding.append({"stream": handle, "output-port": [LOCAL]})
-            continue
-        forward = forwards[s.name]
-        forwarding.append({"stream": handle, "output-port": list(forward.output)})
-        if forward.tagged and s.name in recovers:
-            tagged.append({"port": list(forward.output), "stream": [handle], "active": True})
     if not identities:
         return None
     document = {"name": nf.name, "ports": nf.links, "stream-identity": identities, "stream-forwarding": forwarding}

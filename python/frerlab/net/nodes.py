@@ -40,12 +40,17 @@ class RecoveryFunction:
 
 @dataclass(frozen=True)
 class Forwarding:
-    """Where a node sends a stream's frames: more than one link replicates."""
+    """Where a node sends the stream's frames that arrive by `ingress`: more than one output
+    replicates, none delivers them to this host (the listener)."""
 
     stream: str
     output: tuple[str, ...]
     #: Whether they leave with an R-TAG (sequence-identification active on those links).
     tagged: bool
+    #: The links these frames arrive by; empty: the frames this host sends (the talker). A relay
+    #: on several member paths (the end-to-end ladder's middle switches) sends each member on
+    #: along its own path: one Forwarding per member.
+    ingress: tuple[str, ...] = ()
 
 
 @dataclass
@@ -111,20 +116,35 @@ def node_functions(topo: Topology) -> dict[str, NodeFunctions]:
 
 
 def _forwarding(topo: Topology, plan: StreamPlan, nodes: dict[str, NodeFunctions]) -> None:
-    """Each node's output links for the stream, from its stages (one Forwarding per node)."""
-    out: dict[str, list[str]] = {}
-    tagged: dict[str, bool] = {}
+    """Each node's Forwarding entries for the stream, from its stages: the links a copy arriving
+    by each link goes on by (at a stage's first node, every arrival from the stage before goes on
+    to all of the stage's first links), the arrivals with the same outputs in one entry."""
     ends = {link.name: (link.a, link.b) for link in topo.links}
+    onward: dict[tuple[str, str | None], list[str]] = {}  # (node, arrival link or None) -> outputs
+    arriving: dict[str, list[str]] = {}  # boundary node -> the last links of the stage before
+    tagged: dict[str, bool] = {}
     for i, stage in enumerate(plan.stages):
         numbered = plan.generation is not None and 0 < i < len(plan.stages) - 1
         for segment in stage:
-            at = plan.boundaries[i]
+            at, previous = plan.boundaries[i], None
             for link in segment:
-                links = out.setdefault(at, [])
+                links = onward.setdefault((at, previous), [])
                 if link not in links:
                     links.append(link)
                 tagged[at] = numbered
                 a, b = ends[link]
-                at = b if at == a else a
-    for node, links in out.items():
-        nodes[node].forwarding.append(Forwarding(plan.stream, tuple(links), tagged[node]))
+                at, previous = (b if at == a else a), link
+            if previous is not None and previous not in arriving.setdefault(at, []):
+                arriving[at].append(previous)
+    for node, links in arriving.items():  # a boundary: its arrivals take its stage's first links
+        for link in links:
+            onward.setdefault((node, link), onward.get((node, None), []))
+    groups: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+    for (node, arrival), outputs in onward.items():
+        if arrival is None and node != plan.talker:
+            continue  # a boundary's stage outputs, taken by its arrivals above
+        groups.setdefault((node, tuple(outputs)), []).extend([arrival] if arrival else [])
+    for (node, outputs), ingress in groups.items():
+        order = nodes[node].links
+        nodes[node].forwarding.append(Forwarding(plan.stream, outputs, tagged.get(node, False),
+                                                 tuple(sorted(ingress, key=order.index))))
