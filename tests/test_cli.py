@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 NO_JSON = {
     "dataplane monitor": "streams alarms while it runs; its result is the exit status",
     "testbed exec": "runs a command in a namespace and passes on its output and exit status",
+    "net exec": "runs a command in a namespace and passes on its output and exit status",
 }
 
 

@@ -1,7 +1,7 @@
 """Benchmark campaigns as data: the campaign file, validated, and the plan it expands to.
 
-A campaign names the system under test (today a namespace testbed, run in `frer` and/or
-`control` mode) and a list of steps, each a method with its parameters (seed 002 section 2;
+A campaign names the system under test (a namespace testbed, run in `frer` and/or `control`
+mode; real hosts over SSH; or a topology file's network in namespaces) and a list of steps, each a method with its parameters (seed 002 section 2;
 RFC 2544 sections 26.1-26.5). `plan` expands the steps into *units*: one unit is one
 repetition of one method at one point of its parameters in one mode (a whole throughput search,
 a TCP run, a latency run, a loss-vs-load trial). A unit is what a results directory stores and
@@ -13,8 +13,8 @@ end, are estimated from their parameters.
 
 Values are strict: a number must be a number of the field's kind (`true`, `"3"` or 64.0 where a
 count belongs are refused, not coerced); a campaign file is at most `MAX_CAMPAIGN_BYTES` and
-its plan at most `MAX_UNITS` units, counted from the file's lists before any unit is built. A relative `hosts:` path (a hosts system) is
-relative to the campaign file's directory.
+its plan at most `MAX_UNITS` units, counted from the file's lists before any unit is built. A relative `hosts:` or `topology:` path
+(a hosts or network system) is relative to the campaign file's directory.
 
 The module is longer than most (about 600 lines) because each step's model holds both its
 fields and how they expand into points and time estimates (`points`, `estimate_s`): a method
@@ -188,6 +188,52 @@ class HostsSystem(_Model):
     def describe(self) -> str:
         where = f", eliminating at {self.eliminate_at}" if self.eliminate_at else ""
         return f"the hosts of {self.hosts} at {self.rate}{where}"
+
+
+class NetworkSystem(_Model):
+    """A topology file's network brought up in namespaces (frerlab.net.namespaces, docs/networks.md)
+    with each node's data plane: the campaign's traffic is one of the file's streams, from its
+    talker to its listener, identified there by the listener's address (every UDP frame to it).
+    One mode, naming what the stream is: frer if it has FRER, else control. Loads are percent of
+    the rate of the talker's first link."""
+
+    kind: Literal["network"]
+    topology: Path = Field(strict=False, description="the topology file; relative: to the campaign file's directory")
+    set: list[str] = Field(default_factory=list, description="overrides FIELD=VALUE, as `frerlab net --set`")
+    stream: str | None = Field(None, description="the stream the campaign drives (default: the file's first)")
+    mode: Mode
+    #: The directory a relative `topology` is relative to: the campaign file's (read_campaign).
+    _directory: Path = PrivateAttr(Path("."))
+
+    @property
+    def modes(self) -> list[str]:
+        return [self.mode]
+
+    @property
+    def topology_file(self) -> Path:
+        return self._directory / self.topology.expanduser()
+
+    def load(self):
+        """The topology's data (overrides applied) and the validated topology, its stream
+        checked; UsageError naming the bad value."""
+        from frerlab.net.cli import topology_with_overrides
+
+        data, topo = topology_with_overrides(self.topology_file, self.set)
+        names = [s.name for s in topo.streams]
+        if self.stream is not None and self.stream not in names:
+            raise UsageError(f"system.stream {self.stream!r} is not a stream of {self.topology} ({', '.join(names)})")
+        stream = self.stream_of(topo)
+        if (stream.frer is not None) != (self.mode == "frer"):
+            raise UsageError(f"system.mode {self.mode}: stream {stream.name} of {self.topology} "
+                             f"{'has' if stream.frer else 'has no'} FRER (mode {'frer' if stream.frer else 'control'})")
+        return data, topo
+
+    def stream_of(self, topo):
+        """The campaign's stream of `topo`."""
+        return next(s for s in topo.streams if self.stream in (None, s.name))
+
+    def describe(self) -> str:
+        return f"the network of {self.topology}{' (' + ', '.join(self.set) + ')' if self.set else ''} in namespaces"
 
 
 class _Step(_Model):
@@ -444,16 +490,21 @@ class Campaign(_Model):
 
     name: Annotated[str, _named("campaign")]
     description: str = ""
-    system: Annotated[System | HostsSystem, Field(discriminator="kind"),
+    system: Annotated[System | HostsSystem | NetworkSystem, Field(discriminator="kind"),
                       BeforeValidator(_testbed_by_default)] = System()
     steps: list[Step] = Field(min_length=1, max_length=100)
 
     @model_validator(mode="after")
     def _unique_names(self) -> Campaign:
-        if isinstance(self.system, HostsSystem):
+        if isinstance(self.system, (HostsSystem, NetworkSystem)):
             for i, step in enumerate(self.steps):
                 if step.kind == "failover":
-                    raise ValueError(f"step {i} (failover) needs a testbed: on real hosts nothing can cut a path yet")
+                    raise ValueError(f"step {i} (failover) needs a testbed: it cuts the testbed's paths a and b")
+                one_way = isinstance(self.system, NetworkSystem)
+                if one_way and (step.kind == "tcp" or (step.kind == "latency" and "sockperf" in step.tools)):
+                    raise ValueError(f"step {i} ({step.kind}{' with sockperf' if step.kind == 'latency' else ''}) "
+                                     "needs a return path: a network system carries its stream one way; use "
+                                     "frerlab's generator (latency tools: [oneway])")
                 if step.modes and step.modes != [self.system.mode]:
                     raise ValueError(f"step {i} runs in modes {step.modes}, the hosts are {self.system.mode!r}")
         seen = set()
@@ -563,16 +614,18 @@ def parse_campaign(data: Any, source: str = "campaign") -> Campaign:
 
 
 def read_campaign(path: str | Path) -> tuple[Campaign, str]:
-    """The campaign in file `path` and the file's text; a relative `hosts:` is relative to the
-    file's directory."""
+    """The campaign in file `path` and the file's text; a relative `hosts:` or `topology:` is
+    relative to the file's directory, and a topology is read and checked here."""
     text = read_text(path, "campaign")
     size = len(text.encode())
     if size > MAX_CAMPAIGN_BYTES:
         raise UsageError(f"campaign file {str(path)!r} is {size} bytes, above the limit of {MAX_CAMPAIGN_BYTES} "
                          "bytes for a campaign: split it into campaigns of their own")
     campaign = parse_campaign(load(text, str(path)), str(path))
-    if isinstance(campaign.system, HostsSystem):
+    if isinstance(campaign.system, (HostsSystem, NetworkSystem)):
         campaign.system._directory = Path(path).parent
+    if isinstance(campaign.system, NetworkSystem):
+        campaign.system.load()  # its errors before anything runs
     return campaign, text
 
 

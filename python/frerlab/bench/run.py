@@ -5,8 +5,10 @@ a summary at the end, also when the run is interrupted (Ctrl-C, SIGTERM) or a un
 A unit that fails (a tool error, a search whose every trial was invalid) is stored with a
 `failed` flag that invalidates it, and the campaign goes on. The testbed is named after the
 results directory, so a run killed with SIGKILL leaves namespaces that the next `--resume`
-removes before it starts. On real hosts (a `hosts` system) there is no testbed: the hosts are
-checked first (pre-flight, recorded in metadata.json) and the tools run there over SSH.
+removes before it starts. A `network` system is a topology file's network, brought up in
+namespaces the same way (frerlab.net.namespaces) with its stream identified by the listener's
+address alone. On real hosts (a `hosts` system) there is no testbed: the hosts are checked first
+(pre-flight, recorded in metadata.json) and the tools run there over SSH.
 """
 
 from __future__ import annotations
@@ -21,13 +23,15 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from frerlab.bench.campaign import Campaign, HostsSystem, Unit, plan, point_label, select_steps
+from frerlab.bench.campaign import Campaign, HostsSystem, NetworkSystem, Unit, plan, point_label, select_steps
 from frerlab.bench.results import ResultsDir
 from frerlab.bench.search import GeneratorShortfall
 from frerlab.bench.steps import Context, result, runners
-from frerlab.bench.target import HostsTarget, Target, TestbedTarget
+from frerlab.bench.target import HostsTarget, NetworkTarget, Target, TestbedTarget
 from frerlab.bench.trial import Flag
 from frerlab.errors import ToolFailed, UsageError
+from frerlab.net import namespaces
+from frerlab.net.nodes import node_functions
 from frerlab.remote.hosts import Hosts, read_hosts
 from frerlab.testbed import bed
 
@@ -66,6 +70,7 @@ def run_campaign(campaign: Campaign, text: str, out: Path, resume: bool = False,
     started, ended = time.time(), "failed"
     name = campaign_testbed(out)
     bed.down(name)  # what a killed run into the same directory left
+    namespaces.down(name)
     kinds = runners()
     columns = (TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TimeElapsedColumn(),
                TextColumn("ETA"), TimeRemainingColumn())
@@ -109,8 +114,8 @@ def _hosts(system: HostsSystem) -> Hosts:
 
 @contextmanager
 def _target(campaign: Campaign, hosts: Hosts | None, mode: str, name: str, results: ResultsDir) -> Iterator[Target]:
-    """A testbed of `mode`, up while the block runs; or the hosts, checked (pre-flight, recorded
-    in metadata.json) before the block runs."""
+    """A testbed of `mode` or the topology's network, up while the block runs; or the hosts,
+    checked (pre-flight, recorded in metadata.json) before the block runs."""
     system = campaign.system
     if isinstance(system, HostsSystem):
         from frerlab.remote.preflight import one_way_latency_allowed, preflight  # asyncssh: only when used
@@ -122,6 +127,19 @@ def _target(campaign: Campaign, hosts: Hosts | None, mode: str, name: str, resul
         results.add_metadata("hosts", {"preflight": report, "one_way_latency": {"allowed": clock[0], "why": clock[1]}})
         yield HostsTarget(mode, system.rate_bps, system.listener_address, tuple(system.frerlab), clock,
                           hosts_file=system.hosts_file.resolve(), talker_interface=hosts.talker.interface)
+        return
+    if isinstance(system, NetworkSystem):
+        data, topo = system.load()
+        stream = system.stream_of(topo)
+        ends = topo.plans[stream.name]
+        state = namespaces.up(topo, data, str(system.topology_file), name, by_address=True)
+        try:
+            (forward,) = [f for f in node_functions(topo)[ends.talker].forwarding if f.stream == stream.name]
+            yield NetworkTarget(mode, topo.link(forward.output[0]).rate, state["addresses"][ends.listener],
+                                network=name, talker=ends.talker, listener=ends.listener,
+                                talker_link=forward.output[0])
+        finally:
+            namespaces.down(name)
         return
     with bed.Testbed(**system.testbed_args(mode, name)) as tb:
         for path, changes in system.impair.items():

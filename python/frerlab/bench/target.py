@@ -1,9 +1,10 @@
-"""Where a campaign's tools run: the talker and listener of a namespace testbed, or real hosts
-over SSH. Both give the same things to the methods (frerlab.bench.steps): a command prefix per
+"""Where a campaign's tools run: the talker and listener of a namespace testbed, of a topology's
+network in namespaces, or real hosts over SSH. Both give the same things to the methods (frerlab.bench.steps): a command prefix per
 role, the listener's address on the network under test, the command that runs frerlab there,
 the line rate loads are percent of, and the drop counters of the talker's egress (to tell loss
-at the sending host from the DUT's). A testbed in frer mode also gives FRER's own evidence: the
-IEEE 802.1CB clause-10 counters of its data planes' recovery functions (`frer_counters`).
+at the sending host from the DUT's). A testbed or network in frer mode also gives FRER's own
+evidence: the IEEE 802.1CB clause-10 counters of its data planes' recovery functions
+(`frer_counters`).
 
 On hosts, a command runs through `python -m frerlab.remote.exec HOSTS ROLE -- CMD` (an SSH
 session of its own that stops the remote process when it is stopped), so every tool driver
@@ -21,6 +22,7 @@ from pathlib import Path
 from frerlab.dataplane import control
 from frerlab.dataplane.config import parse_config
 from frerlab.frer import COUNTER_NAMES
+from frerlab.net import namespaces
 from frerlab.testbed import bed, plan
 from frerlab.traffic.across import CLI
 from frerlab.units import L1_OVERHEAD_BYTES
@@ -107,6 +109,40 @@ class TestbedTarget(Target):
         return {role: recovery_functions(bed.status_dataplane(self.testbed, role),
                                          control.read_state(name)["config"])
                 for role, name in dataplanes.items()}
+
+
+@dataclass(frozen=True)
+class NetworkTarget(Target):
+    """A topology's network that is up (frerlab.net.namespaces), its talker and listener the
+    nodes of the campaign's stream."""
+
+    network: str = ""
+    talker: str = ""
+    listener: str = ""
+    #: The talker's link its stream leaves by (its egress in `drops()`).
+    talker_link: str = ""
+
+    def prefix(self, role: str) -> list[str]:
+        node = {"talker": self.talker, "listener": self.listener}[role]
+        return ["ip", "netns", "exec", namespaces.read_state(self.network)["namespaces"][node]]
+
+    def drops(self) -> dict[str, int]:
+        """Every shaped egress of the network: each node's end of each link."""
+        state = namespaces.read_state(self.network)
+        return {f"{node}:{link.name}": bed.qdisc_drops(state["namespaces"][node], link.name)
+                for link in namespaces.topology(state).links for node in (link.a, link.b)}
+
+    @property
+    def talker_egress(self) -> str:
+        return f"{self.talker}:{self.talker_link}"
+
+    def frer_counters(self) -> dict | None:
+        """The recovery functions of every data plane of the network; None in control mode."""
+        if self.mode != "frer":
+            return None
+        dataplanes = namespaces.read_state(self.network)["dataplanes"]
+        return {node: recovery_functions(control.snapshot(name), control.read_state(name)["config"])
+                for node, name in dataplanes.items()}
 
 
 @dataclass(frozen=True)

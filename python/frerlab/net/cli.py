@@ -28,7 +28,7 @@ EPILOG = """examples:
   frerlab net export networks/ladder_per_stage.yaml --format dataplane -o out   each node's data plane file
   frerlab net sweep networks/ladder_per_stage.yaml networks/ladder_end_to_end.yaml --loss 0.01,0.1 -o results/ladder
   frerlab net up networks/ring.yaml --name ring                 bring it up in network namespaces
-  frerlab net exec --name ring talker -- ping -c 1 198.18.0.2  run a command in a node's namespace
+  frerlab net exec --name ring talker -- ip -br addr           run a command in a node's namespace
   frerlab net impair --name ring r1-r2 --down                  cut a link (--up restores it)
   frerlab net status --name ring                               data plane and link counters
   frerlab net down --name ring                                 take it down (idempotent)

@@ -25,6 +25,7 @@ import ipaddress
 import math
 
 from frerlab.dataplane.config import LOCAL, NodeConfig, parse_config
+from frerlab.errors import UsageError
 from frerlab.net.nodes import NodeFunctions, RecoveryFunction, node_functions
 from frerlab.net.topology import LatentErrorDetection, Topology
 
@@ -41,26 +42,37 @@ def addresses(topo: Topology) -> dict[str, str]:
     return {name: str(FIRST_ADDRESS + k) for k, name in enumerate(stations)}
 
 
-def node_documents(topo: Topology) -> dict[str, dict]:
+def node_documents(topo: Topology, by_address: bool = False) -> dict[str, dict]:
     """The data plane configuration of every node that has something to do, in file order, as
-    the mapping a configuration file holds (docs/dataplane.md's vocabulary)."""
+    the mapping a configuration file holds (docs/dataplane.md's vocabulary). `by_address`:
+    streams identified by their listener's address alone (every UDP frame to it, whatever its
+    port: a campaign's measured and background traffic); UsageError if two streams go to one
+    listener."""
     address = addresses(topo)
     index = {s.name: i for i, s in enumerate(topo.streams)}
+    if by_address:
+        to: dict[str, str] = {}
+        for s in topo.streams:
+            listener = topo.plans[s.name].listener
+            if to.setdefault(listener, s.name) != s.name:
+                raise UsageError(f"streams {to[listener]} and {s.name} both go to {listener}: identified by its "
+                                 "address alone, their frames could not be told apart")
     documents = {}
     for name, nf in node_functions(topo).items():
-        document = _document(topo, nf, address, index)
+        document = _document(topo, nf, address, index, by_address)
         if document is not None:
             documents[name] = document
     return documents
 
 
-def node_configs(topo: Topology) -> dict[str, NodeConfig]:
+def node_configs(topo: Topology, by_address: bool = False) -> dict[str, NodeConfig]:
     """node_documents, validated and compiled."""
     return {name: parse_config(document, f"node {name} of the topology")
-            for name, document in node_documents(topo).items()}
+            for name, document in node_documents(topo, by_address).items()}
 
 
-def _document(topo: Topology, nf: NodeFunctions, address: dict[str, str], index: dict[str, int]) -> dict | None:
+def _document(topo: Topology, nf: NodeFunctions, address: dict[str, str], index: dict[str, int],
+              by_address: bool) -> dict | None:
     """The configuration of one node as a mapping in the data plane's file vocabulary."""
     identities, generation, recovery, forwarding, tagged = [], [], [], [], []
     recovers = {r.stream for r in nf.recovery}
@@ -70,8 +82,9 @@ def _document(topo: Topology, nf: NodeFunctions, address: dict[str, str], index:
         listens_frer = s.name in nf.listens and s.name in recovers
         if not (talks_frer or listens_frer or s.name not in (*nf.talks, *nf.listens)):
             continue
-        match = {"ip-destination": address[topo.plans[s.name].listener], "next-protocol": "udp",
-                 "destination-port": STREAM_PORT_BASE + index[s.name]}
+        match = {"ip-destination": address[topo.plans[s.name].listener], "next-protocol": "udp"}
+        if not by_address:
+            match["destination-port"] = STREAM_PORT_BASE + index[s.name]
         for k, forward in enumerate(f for f in nf.forwarding if f.stream == s.name):
             if k == 0:
                 handle = index[s.name] + 1

@@ -140,10 +140,11 @@ def _names(name: str, topo: Topology) -> dict:
     return names
 
 
-def configs(name: str, topo: Topology, hook: str) -> dict[str, NodeConfig]:
-    """Each node's data plane configuration as the network loads it (named after its namespace)."""
+def configs(name: str, topo: Topology, hook: str, by_address: bool = False) -> dict[str, NodeConfig]:
+    """Each node's data plane configuration as the network loads it (named after its namespace;
+    `by_address`: frerlab.net.dataplane.node_documents')."""
     out = {}
-    for node, document in node_documents(topo).items():
+    for node, document in node_documents(topo, by_address).items():
         document = {**document, "name": node_namespace(name, node), "hook": hook}
         out[node] = parse_config(document, f"node {node} of the topology")
     return out
@@ -168,12 +169,14 @@ def routes(topo: Topology) -> dict[str, dict[str, str]]:
     return chosen
 
 
-def up(topo: Topology, data: dict, source: str, name: str = DEFAULT_NAME, hook: str = "tc") -> dict:
-    """Brings topology `topo` (whose file data with overrides is `data`) up as network `name`;
-    on any failure removes what it made and re-raises. Returns its state."""
+def up(topo: Topology, data: dict, source: str, name: str = DEFAULT_NAME, hook: str = "tc",
+       by_address: bool = False) -> dict:
+    """Brings topology `topo` (whose file data with overrides is `data`) up as network `name`
+    (`by_address`: its streams identified by their listener's address alone, any UDP port); on
+    any failure removes what it made and re-raises. Returns its state."""
     check_name(name, "network", MAX_NETWORK_NAME)
     names = _names(name, topo)
-    node_configs = configs(name, topo, hook)
+    node_configs = configs(name, topo, hook, by_address)
     route_links = routes(topo)
     control.probe(None)
     if state_path(name).exists():

@@ -213,5 +213,6 @@ def system_text(source: Source) -> str:
     system = (source.campaign or {}).get("system")
     if not isinstance(system, dict):
         return "system not recorded"
-    keys = ("kind", "rate", "path_rate", "queue_limit", "replicate_at", "eliminate_at", "history_length", "impair")
+    keys = ("kind", "topology", "set", "stream", "rate", "path_rate", "queue_limit", "replicate_at", "eliminate_at",
+            "history_length", "impair")
     return ", ".join(f"{k} {system[k]}" for k in keys if system.get(k) not in (None, {}, []))
