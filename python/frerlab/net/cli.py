@@ -92,22 +92,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     up.add_argument("--hook", default="tc", choices=("tc", "xdp", "auto"), help="what runs the data planes' received "
                                                                           "frames (docs/dataplane.md; default tc)")
     add_json(up, "the network's state")
-    down = verbs.add_parser("down", help="take a network down (idempotent)", epilog=EPILOG,
-                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    def running(name: str, help: str, func) -> argparse.ArgumentParser:
+        """A verb on a network that is up (--name)."""
+        p = verbs.add_parser(name, help=help, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+        p.set_defaults(func=func)
+        if name != "down":  # down: --name or --all
+            _name(p)
+        return p
+
+    down = running("down", "take a network down (idempotent)", cmd_down)
     which = down.add_mutually_exclusive_group()
     _name(which)
     which.add_argument("--all", action="store_true", help="every network that is up")
     add_json(down, "each network and whether it was up")
-    down.set_defaults(func=cmd_down)
-    ex = verbs.add_parser("exec", help="run a command in a node's namespace (its exit status is passed on)",
-                          epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    _name(ex)
+    ex = running("exec", "run a command in a node's namespace (its exit status is passed on)", cmd_exec)
     ex.add_argument("node", help="a node of the topology")
     ex.add_argument("argv", nargs=argparse.REMAINDER, help="-- COMMAND ARGS...")
-    ex.set_defaults(func=cmd_exec)
-    imp = verbs.add_parser("impair", help="cut, restore or make lossy a link at run time (both directions)",
-                           epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    _name(imp)
+    imp = running("impair", "cut, restore or make lossy a link at run time (both directions)", cmd_impair)
     imp.add_argument("link", help="a link of the topology")
     updown = imp.add_mutually_exclusive_group()
     updown.add_argument("--down", action="store_true", help="cut the link")
@@ -115,12 +116,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     imp.add_argument("--loss", help="Bernoulli loss probability (0..1)")
     imp.add_argument("--clear", action="store_true", help="remove every impairment first")
     add_json(imp, "the link's impairments after the change")
-    imp.set_defaults(func=cmd_impair)
-    st = verbs.add_parser("status", help="each node's data plane counters and each link's element",
-                          epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    _name(st)
-    add_json(st, "the status")
-    st.set_defaults(func=cmd_status)
+    add_json(running("status", "each node's data plane counters and each link's element", cmd_status), "the status")
     parser.set_defaults(func=lambda args: parser.print_help() or 2)
 
 
