@@ -2,13 +2,15 @@
 //!
 //! Layers, dependencies one way only: `units` and `rng` <- `engine` (the event core: time
 //! order, deterministic ties, no global state) <- models (`source`, `port` with `shaper`,
-//! `metrics`, congestion control: `pause` for IEEE 802.3x, `bcn`, `fecn`, `qcn` for IEEE 802.1Qau) <-
+//! `metrics`, congestion control: `pause` for IEEE 802.3x, `bcn`, `fecn`, `qcn` for IEEE 802.1Qau,
+//! `attack` for an attacker on a link) <-
 //! `network` (a `Simulation` built from a `spec::Spec`, running the real FRER
 //! functions of the `frer` crate) -> `report`. `run_json` is the whole thing as one call, the
 //! form the Python bindings use.
 
 #![forbid(unsafe_code)]
 
+pub mod attack;
 pub mod bcn;
 pub mod engine;
 pub mod fecn;

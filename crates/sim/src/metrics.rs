@@ -2,7 +2,8 @@
 //! receiver: frames sent and received, loss, duplicates, reordering (RFC 4737: a frame is
 //! reordered when its number is below the next expected one), latency percentiles from the
 //! real receiver's log-linear histogram (`frerlab_traffic::histogram`, fed picoseconds here),
-//! and a per-interval series. An egress port's queue-length series: per interval, the largest
+//! and a per-interval series; those count genuine frames only, and the frames an attacker made
+//! that reached the listener are counted apart (`forged_delivered`). An egress port's queue-length series: per interval, the largest
 //! and the time-weighted mean of its queued buffer bytes, kept exactly at every change.
 //! Every series covers the intervals holding the times 0 to the scenario's duration: the run
 //! goes on until the frames still queued at the end are delivered (they count in the totals),
@@ -53,6 +54,8 @@ pub struct StreamMetrics {
     pub duplicates: u64,
     /// Reordered frames (RFC 4737).
     pub reordered: u64,
+    /// Frames an attacker made (not genuine) that reached the listener, whenever sent.
+    pub forged_delivered: u64,
     /// Latency of distinct frames, in picoseconds.
     pub latency: Histogram,
     /// Per-interval series.
@@ -72,6 +75,7 @@ impl StreamMetrics {
             received: 0,
             duplicates: 0,
             reordered: 0,
+            forged_delivered: 0,
             latency: Histogram::new(),
             series: Vec::new(),
         }
@@ -303,10 +307,12 @@ pub struct StreamSummary {
     pub lost: u64,
     /// lost / sent.
     pub loss_ratio: f64,
-    /// Extra copies received.
+    /// Extra copies of genuine frames received.
     pub duplicates: u64,
     /// Reordered frames (RFC 4737).
     pub reordered: u64,
+    /// Frames an attacker made (forged, replayed, babbled) that reached the listener.
+    pub forged_delivered: u64,
     /// Latency statistics in nanoseconds; `None` when nothing arrived.
     pub latency_min_ns: Option<f64>,
     /// Mean latency.
@@ -348,6 +354,7 @@ impl StreamMetrics {
             },
             duplicates: self.duplicates,
             reordered: self.reordered,
+            forged_delivered: self.forged_delivered,
             latency_min_ns: stat(|s| s.min as f64),
             latency_mean_ns: stat(|s| s.mean),
             latency_stddev_ns: stat(|s| s.stddev),

@@ -27,6 +27,12 @@
 //! every probe of a stream takes the same time back); each port's advertised rate is renewed
 //! every interval while the sources run (`Event::FecnTick`).
 //!
+//! Attacks (`attack`): the attackers on a link see each frame of their stream as it arrives
+//! over it, before the far node's FRER functions (a tag stripper takes its R-TAG off there);
+//! the others send, at each `Event::Attack`, a copy of a frame they recorded (for `inject`
+//! with another sequence number) into the link's egress queue. A frame an attacker made is
+//! not `genuine`: the listener counts it apart, and no attacker records it.
+//!
 //! Why one module of 1,000 lines: every event handler works on the same arena of packets, ports and
 //! streams, and splitting them would pass the whole simulation between modules; the congestion
 //! controls' state machines are already their own modules.
@@ -38,6 +44,7 @@ use frer::generation::SequenceGenerator;
 use frer::recovery::{RecoveryParams, SequenceRecovery};
 use frer::SeqNum;
 
+use crate::attack::{AttackKind, Attacker};
 use crate::bcn::BcnReaction;
 use crate::engine::Scheduler;
 use crate::fecn::UNLIMITED;
@@ -46,8 +53,8 @@ use crate::pause::{PauseAction, CONTROL_FRAME_BYTES};
 use crate::port::{DropReason, Port, Queued, Selection, NO_PORT};
 use crate::qcn::ReactionPoint;
 use crate::report::{
-    BcnPortRow, CnStreamRow, ControlRow, FecnPortRow, FrerRow, NodeRow, PauseRow, PortRow,
-    PortSeriesRow, QcnPortRow, RateSeriesRow, Report, RunInfo, SeriesRow, TraceRow,
+    AttackRow, BcnPortRow, CnStreamRow, ControlRow, FecnPortRow, FrerRow, NodeRow, PauseRow,
+    PortRow, PortSeriesRow, QcnPortRow, RateSeriesRow, Report, RunInfo, SeriesRow, TraceRow,
 };
 use crate::rng::Rng;
 use crate::source::Source;
@@ -80,6 +87,8 @@ enum Event {
     Reflected(u32),
     /// A port's FECN interval ends.
     FecnTick(u32),
+    /// An attacker may send a frame.
+    Attack(u32),
 }
 
 /// A frame in flight. `bytes` includes the R-TAG while `rtag` is set.
@@ -95,6 +104,8 @@ struct Packet {
     ingress: u32,
     /// A FECN probe: `number` is the rate it carries, in bit/s.
     probe: bool,
+    /// Sent by the talker (or a copy made by replication), not made by an attacker.
+    genuine: bool,
 }
 
 struct Node {
@@ -187,6 +198,7 @@ pub struct Simulation {
     nodes: Vec<Node>,
     ports: Vec<Port>,
     streams: Vec<Stream>,
+    attackers: Vec<Attacker<Packet>>,
     packets: Vec<Packet>,
     free_packets: Vec<u32>,
     unsendable: Vec<(u8, Queued)>,
@@ -325,6 +337,16 @@ impl Simulation {
                 control,
             });
         }
+        let mut attackers = Vec::new();
+        for (port, p) in spec.ports.iter().enumerate() {
+            for a in &p.attacks {
+                let attacker = Attacker::new(port as u32, a);
+                if let Some(t) = attacker.first_time() {
+                    scheduler.at(t, Event::Attack(attackers.len() as u32));
+                }
+                attackers.push(attacker);
+            }
+        }
         for (i, port) in ports.iter().enumerate() {
             if let Some(fecn) = &port.fecn {
                 if fecn.interval() < spec.duration {
@@ -337,6 +359,7 @@ impl Simulation {
             nodes,
             ports,
             streams,
+            attackers,
             packets: Vec::with_capacity(4096),
             free_packets: Vec::with_capacity(4096),
             unsendable: Vec::new(),
@@ -406,6 +429,7 @@ impl Simulation {
                     self.set_rate(stream, rate.0, now);
                 }
                 Event::Probe(stream) => self.send_probe(stream, now),
+                Event::Attack(attacker) => self.attack(attacker, now),
                 Event::Reflected(stream) => {
                     let control = self.control(stream);
                     control.received += 1;
@@ -484,6 +508,7 @@ impl Simulation {
             rtag: None,
             ingress: NO_PORT,
             probe: false,
+            genuine: true,
         });
         if self.run_frer_functions(packet, talker, None, now) {
             self.forward(packet, start, len, NO_PORT, now);
@@ -514,6 +539,7 @@ impl Simulation {
             rtag: None,
             ingress: NO_PORT,
             probe: true,
+            genuine: true,
         });
         self.forward(packet, start, len, NO_PORT, now);
     }
@@ -617,6 +643,9 @@ impl Simulation {
         let hop = &stream.hops[packet.hop as usize];
         let (port, start, len) = (hop.port, hop.next_start, hop.next_len);
         let node = self.ports[port as usize].to;
+        if !self.attackers.is_empty() && !packet.probe {
+            self.attackers_see(packet_id, port, now);
+        }
         if !packet.probe && !self.run_frer_functions(packet_id, node, Some(port), now) {
             return;
         }
@@ -627,6 +656,11 @@ impl Simulation {
                 return;
             }
             let stream = &mut self.streams[packet.stream as usize];
+            if !packet.genuine {
+                stream.metrics.forged_delivered += 1;
+                self.free_packets.push(packet_id);
+                return;
+            }
             let l2_bytes = packet.bytes
                 - if packet.rtag.is_some() {
                     stream.rtag_bytes
@@ -640,6 +674,53 @@ impl Simulation {
         } else {
             self.forward(packet_id, start, len, port, now);
         }
+    }
+
+    /// The attackers on the link of `port` see a packet of a stream arrive over it at `now`:
+    /// those of its stream record it if it is genuine, or strip its R-TAG.
+    fn attackers_see(&mut self, packet_id: u32, port: u32, now: SimTime) {
+        let packet = &mut self.packets[packet_id as usize];
+        let stream = &self.streams[packet.stream as usize];
+        for attacker in &mut self.attackers {
+            if attacker.port != port || attacker.stream != packet.stream {
+                continue;
+            }
+            if attacker.strips(now) {
+                if packet.rtag.take().is_some() {
+                    packet.bytes -= stream.rtag_bytes;
+                    attacker.frames += 1;
+                }
+            } else if packet.genuine {
+                attacker.see(*packet);
+            }
+        }
+    }
+
+    /// An attacker sends a copy of the frame it recorded into its link's egress queue at
+    /// `now` (an injected one with its forged sequence number), if it has recorded one.
+    fn attack(&mut self, attacker_id: u32, now: SimTime) {
+        let attacker = &mut self.attackers[attacker_id as usize];
+        if let Some(t) = attacker.next_time(now) {
+            self.scheduler.at(t, Event::Attack(attacker_id));
+        }
+        let Some(frame) = attacker.template() else {
+            return;
+        };
+        let rtag = match (attacker.kind, frame.rtag) {
+            (AttackKind::Inject { offset }, Some(seq)) => Some(seq.wrapping_add(offset)),
+            (AttackKind::Inject { .. }, None) => return, // no number seen to forge from
+            _ => frame.rtag,
+        };
+        attacker.frames += 1;
+        let port = attacker.port;
+        let packet = self.alloc(Packet {
+            rtag,
+            created: now,
+            ingress: NO_PORT,
+            genuine: false,
+            ..frame
+        });
+        self.enqueue(port, packet, NO_PORT, now);
     }
 
     /// Sends the packet, which arrived over `ingress` (`NO_PORT`: from its talker), on each of
@@ -953,6 +1034,14 @@ impl Simulation {
                     r.function.counters(),
                 ));
             }
+        }
+        for a in &self.attackers {
+            report.attacks.push(AttackRow {
+                port: self.ports[a.port as usize].name.clone(),
+                stream: self.streams[a.stream as usize].name.clone(),
+                kind: a.kind.name(),
+                frames: a.frames,
+            });
         }
         let node_names: Vec<&str> = self.nodes.iter().map(|n| n.name.as_str()).collect();
         for port in &mut self.ports {

@@ -3,7 +3,7 @@
 //! and per-node counters, each port's queue length and throughput per interval, FRER counters,
 //! congestion control (PAUSE per link direction; QCN, BCN and FECN per port; per
 //! rate-controlled stream its messages and its rate per interval; control frames per link),
-//! the optional trace, and how fast the run went.
+//! what each attacker did, the optional trace, and how fast the run went.
 
 use frer::recovery::RecoveryCounters;
 use serde::Serialize;
@@ -45,6 +45,8 @@ pub struct Report {
     pub rate_series: Vec<RateSeriesRow>,
     /// One row per port whose link carried control frames (probes, notifications).
     pub control: Vec<ControlRow>,
+    /// One row per attacker.
+    pub attacks: Vec<AttackRow>,
     /// Every transmission and drop, when the scenario asked for a trace.
     pub trace: Vec<TraceRecord>,
     /// Size and speed of the run.
@@ -434,6 +436,19 @@ impl FrerRow {
             counters: *counters,
         }
     }
+}
+
+/// What one attacker did.
+#[derive(Debug, Serialize)]
+pub struct AttackRow {
+    /// The port whose link it is on.
+    pub port: String,
+    /// The stream it attacked.
+    pub stream: String,
+    /// inject, replay, babble or strip_tag.
+    pub kind: &'static str,
+    /// Frames it sent (inject, replay, babble) or stripped of their R-TAG (strip_tag).
+    pub frames: u64,
 }
 
 /// A transmission or drop as recorded during the run (indices, not names).

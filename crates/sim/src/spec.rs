@@ -8,6 +8,7 @@
 
 use serde::Deserialize;
 
+use crate::attack::AttackSpec;
 use crate::bcn::{BcnPointSpec, BcnReactionSpec};
 use crate::fecn::{FecnPointSpec, FecnSourceSpec};
 use crate::pause::PauseSpec;
@@ -108,6 +109,9 @@ pub struct PortSpec {
     /// output-generated hotspot is an egress whose service rate drops).
     #[serde(default)]
     pub rate_changes: Vec<(SimTime, BitsPerSec)>,
+    /// Attackers on the link, acting on the frames this port sends.
+    #[serde(default)]
+    pub attacks: Vec<AttackSpec>,
 }
 
 /// A cyclic gate control list (802.1Qbv).
@@ -296,6 +300,7 @@ impl Spec {
     pub fn check(&self) -> Result<(), String> {
         let nodes = self.nodes.len() as u32;
         let ports = self.ports.len() as u32;
+        let routes: Vec<&[HopSpec]> = self.streams.iter().map(|s| s.hops.as_slice()).collect();
         if self.interval.0 == 0 {
             return Err("interval 0 is out of range (> 0)".into());
         }
@@ -307,7 +312,7 @@ impl Spec {
                 ));
             }
         }
-        for port in &self.ports {
+        for (index, port) in self.ports.iter().enumerate() {
             let name = &port.name;
             if port.from >= nodes || port.to >= nodes {
                 return Err(format!("port {name}: node index out of range (0..{nodes})"));
@@ -364,6 +369,9 @@ impl Spec {
                 check_fecn_point(name, fp)?;
             }
             check_rate_changes(port)?;
+            for attack in &port.attacks {
+                attack.check(name, index as u32, &routes)?;
+            }
         }
         let bcn = self.streams.iter().any(|s| s.bcn.is_some());
         if bcn && self.ports.len() > usize::from(u16::MAX) + 1 {

@@ -3,12 +3,14 @@
     from frerlab import sim
     result = sim.run("scenarios/seed000_frer_2hop.yaml")
     result.streams        # one row per stream: sent, received, lost, loss_ratio, duplicates,
-                          # reordered, latency_{min,mean,stddev,max,p50,p90,p99,p99_9,...}_ns
+                          # reordered, forged_delivered (frames an attacker made),
+                          # latency_{min,mean,stddev,max,p50,p90,p99,p99_9,...}_ns
     result.series         # per stream and interval: sent, received, lost, throughput_bps, ...
     result.port_series    # per port and interval: queue_max_bytes, queue_mean_bytes, tx_bps
     result.ports, result.nodes, result.frer, result.trace
     result.pause, result.qcn_ports, result.bcn_ports, result.fecn_ports    # congestion control
     result.cn_streams, result.rate_series, result.control
+    result.attacks        # per attacker: port, stream, kind, frames sent or stripped
     sim.sweep(scenario, {"streams.video.rate": ["100Mbps", "200Mbps"]})
 
 A scenario may be given as a path, a dict or a `Scenario`; `overrides` set fields by dotted
@@ -36,7 +38,7 @@ from frerlab.sim.compile import compile_spec
 from frerlab.sim.schema import Scenario, parse_scenario, read_data
 
 TABLES = ("streams", "series", "ports", "port_series", "nodes", "frer", "pause", "qcn_ports", "bcn_ports",
-          "fecn_ports", "cn_streams", "rate_series", "control", "trace")
+          "fecn_ports", "cn_streams", "rate_series", "control", "attacks", "trace")
 
 
 @dataclass
@@ -126,6 +128,12 @@ class SimResult:
         sent), back_frames (notifications and reflected probes that crossed its link towards its
         node), control_bytes (64 B each)."""
         return self.tables["control"]
+
+    @property
+    def attacks(self) -> pd.DataFrame:
+        """One row per attacker (`port`: the link direction it acts on, `stream`, `kind`): frames
+        it sent (inject, replay, babble) or stripped of their R-TAG (strip_tag)."""
+        return self.tables["attacks"]
 
     @property
     def trace(self) -> pd.DataFrame:

@@ -57,7 +57,7 @@ examples:
   frerlab sim sweep GRID.yaml -o results/grid --scheduler tcp://127.0.0.1:8786 --json
 """
 
-SUMMARY_COLUMNS = ["stream", "sent", "received", "lost", "loss_ratio", "duplicates", "reordered",
+SUMMARY_COLUMNS = ["stream", "sent", "received", "lost", "loss_ratio", "duplicates", "forged_delivered", "reordered",
                    "latency_p50_ns", "latency_p99_ns", "latency_max_ns"]
 HOTSPOT_COLUMNS = ["drain_time_s", "settle_time_s", "fair_time_s", "utilisation", "jain", "victim_ratio", "hotspot_loss_ratio",
                    "control_bps"]

@@ -5,7 +5,8 @@ of hops that parts where the frame is copied, and the congestion section is spre
 switch ports and streams it applies to; PAUSE asked to be lossless gets its thresholds
 (frerlab.sim.lossless). A name that does not resolve or a path that is broken
 is a ValueError naming it; Scenario's validation calls compile_spec, so a file that validates
-compiles. Also the helpers that read the same structure: port names, a stream's line rate.
+compiles. A link's attacks go to the port that sends towards their `direction`, their times and
+rates become the engine's (`every`, picoseconds between two frames). Also the helpers that read the same structure: port names, a stream's line rate.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 from frerlab.sim import lossless
-from frerlab.sim.schema import (CLASSES, BcnNetwork, Egress, Exponential, FecnNetwork, OnOff, Pause, QcnNetwork,
-                                Recovery, Scenario, Stream, UniformSize)
+from frerlab.sim.schema import (CLASSES, Attack, BcnNetwork, Egress, Exponential, FecnNetwork, Link, OnOff, Pause,
+                                QcnNetwork, Recovery, Scenario, Stream, StripTag, UniformSize)
+from frerlab.units import time_text
 
 
 def _known(kind: str, name: str, known: Any) -> str:
@@ -71,8 +73,13 @@ def compile_spec(sc: Scenario) -> dict[str, Any]:
                 "pause": None if pause is None else _pause(pause, reverse),
                 **_congestion_point(link.egress, sc.congestion if sc.nodes[src].kind == "switch" else None),
                 "rate_changes": [[c.at, c.rate] for c in link.rate_changes if c.toward in (None, dst)],
+                "attacks": [],
             })
     streams = [_compile_stream(s, node_index, links, port_index) for s in sc.streams]
+    for link in sc.links:
+        for number, attack in enumerate(link.attacks):
+            port, spec_attack = _compile_attack(sc, link, number, attack, streams, port_index)
+            ports[port]["attacks"].append(spec_attack)
     if sc.congestion is not None:
         for spec in streams:
             if not any(name in spec for name in ("qcn", "bcn", "fecn")):
@@ -89,6 +96,38 @@ def compile_spec(sc: Scenario) -> dict[str, Any]:
     }
     lossless.derive(spec)
     return spec
+
+
+def _compile_attack(sc: Scenario, link: Link, number: int, attack: Attack, streams: list[dict],
+                    port_index: dict) -> tuple[int, dict[str, Any]]:
+    """The port an attack acts on (the link's direction towards its `direction`) and its spec."""
+    owner = f"link {link.name}: attack {number} ({attack.kind})"
+    if attack.direction not in (link.a, link.b):
+        raise ValueError(f"{owner}: direction {attack.direction!r} is not one of the link's ends ({link.a}, {link.b})")
+    port = port_index[(link.name, link.b if attack.direction == link.a else link.a)]
+    names = [s["name"] for s in streams]
+    if attack.stream not in names:
+        raise ValueError(f"{owner}: " + _known("stream", attack.stream, names))
+    index = names.index(attack.stream)
+    if not any(hop["port"] == port for hop in streams[index]["hops"]):
+        crossing = [s["name"] for s in streams if any(hop["port"] == port for hop in s["hops"])]
+        raise ValueError(f"{owner}: stream {attack.stream!r} does not cross the link towards {attack.direction!r} "
+                         f"(streams that do: {', '.join(crossing) or 'none'})")
+    end = sc.duration if attack.end is None else attack.end
+    if not attack.start < end <= sc.duration:
+        raise ValueError(f"{owner}: start {time_text(attack.start)} and end {time_text(end)} are out of range "
+                         f"(start < end <= the duration {time_text(sc.duration)})")
+    spec: dict[str, Any] = {"stream": index, "start": attack.start, "end": end, "every": None, "count": None,
+                            "action": attack.model_dump(include={"kind", "offset", "age"})}
+    if not isinstance(attack, StripTag):
+        if attack.count is not None:
+            spec["every"], spec["count"] = (end - attack.start) // attack.count, attack.count
+            if spec["every"] == 0:
+                raise ValueError(f"{owner}: count {attack.count} is more than one frame per picosecond of "
+                                 f"[start, end) ({time_text(end - attack.start)})")
+        else:
+            spec["every"] = max(1, round(10**12 / attack.rate))
+    return port, spec
 
 
 def _pause(pause: Pause, reverse: int) -> dict[str, Any]:

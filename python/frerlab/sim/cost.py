@@ -3,7 +3,7 @@ past which `sim run` refuses unless the user opts in (`--allow-long`, `allow_lon
 
 The engine handles about one event per frame per hop plus one per departure, so a stream costs
 frames x (hops + 1) events, frames = offered frames/s x sending time (or its `count`, if
-fewer). Memory grows with the per-interval series (one row per stream and interval, one per
+fewer); an attacker's frames cost the same, at most hops + 1 events each. Memory grows with the per-interval series (one row per stream and interval, one per
 egress port and interval for the queue series, one per rate-controlled stream and interval
 for its rate) and, when `trace` is on, with one trace row per event; queues are bounded by
 the same frames.
@@ -66,9 +66,19 @@ def stream_frames(stream: dict[str, Any], duration_ps: int) -> int:
     return frames if stream["count"] is None else min(frames, stream["count"])
 
 
+def attack_frames(attack: dict[str, Any]) -> int:
+    """Frames a compiled attack sends (none for one that strips tags)."""
+    if attack["every"] is None:
+        return 0
+    frames = (attack["end"] - attack["start"] - 1) // attack["every"] + 1
+    return frames if attack["count"] is None else min(frames, attack["count"])
+
+
 def estimate(spec: dict[str, Any]) -> Cost:
     """The cost of running a compiled spec (see `compile.compile_spec`)."""
     events = sum(stream_frames(s, spec["duration"]) * (len(s["hops"]) + 1) for s in spec["streams"])
+    events += sum(attack_frames(a) * (len(spec["streams"][a["stream"]]["hops"]) + 1)
+                  for port in spec["ports"] for a in port.get("attacks", []))
     controlled = sum(1 for s in spec["streams"] if s.get("qcn") or s.get("bcn") or s.get("fecn"))
     series = (len(spec["streams"]) + len(spec["ports"]) + controlled) * (spec["duration"] // spec["interval"] + 1)
     return Cost(events=events, series_rows=series, trace_rows=events if spec["trace"] else 0)

@@ -17,6 +17,13 @@ mechanism's congestion point on every switch egress and its regulator on every s
 own settings take precedence). A link's `rate_changes` make an egress's service rate drop (an
 output-generated hotspot). Their defaults are set here and nowhere else (the Rust spec requires
 every field), each with its source; docs/congestion.md discusses them.
+
+Attacks (docs/security-sim.md): a link's `attacks`, each an attacker on the link that sends
+frames towards one of its ends (`direction`) with a stream's identity: `inject` (a forged
+sequence number, `offset` after the last one seen), `replay` (a frame seen `age` frames before
+the last one), `babble` (the last frame, again and again), each at `rate` frames/s or `count`
+frames over [start, end); or `strip_tag` (the stream's frames crossing towards `direction` lose
+their R-TAG).
 """
 
 from __future__ import annotations
@@ -28,8 +35,8 @@ from pydantic import (BaseModel, BeforeValidator, ConfigDict, Discriminator, Fie
                       model_validator)
 
 from frerlab.frer import DEFAULT_HISTORY_LENGTH, default_reset_timeout_ns
-from frerlab.units import (L1_OVERHEAD_BYTES, MAX_FRAME_BYTES, MAX_TIME_PS, MIN_FRAME_BYTES, at_most, count, rate_bps,
-                           size_bytes, time_ps, time_text)
+from frerlab.units import (L1_OVERHEAD_BYTES, MAX_FRAME_BYTES, MAX_TIME_PS, MIN_FRAME_BYTES, at_most, count,
+                           frame_rate, rate_bps, size_bytes, time_ps, time_text)
 from frerlab.yamlfile import read_mapping, validate
 
 Rate = Annotated[int, BeforeValidator(rate_bps)]
@@ -37,6 +44,7 @@ Rate = Annotated[int, BeforeValidator(rate_bps)]
 Time = Annotated[int, BeforeValidator(time_ps), PlainSerializer(lambda ps: f"{ps}ps", when_used="json")]
 Size = Annotated[int, BeforeValidator(size_bytes)]
 Count = Annotated[int, BeforeValidator(count)]
+FrameRate = Annotated[float, BeforeValidator(frame_rate)]
 
 CLASSES = range(8)
 # Link and processing delays: far above any TSN network's, and small enough that the engine's
@@ -95,6 +103,9 @@ FECN_C = 0.1
 FECN_ALPHA = 0.5
 FECN_N0 = 200
 FECN_MAX_INCREASE = 2.0
+# R-TAG sequence numbers are 16 bits (802.1CB 7.8); a replay reaches back at most one whole wrap
+# (the same limit as crates/sim's attack::MAX_REPLAY_AGE).
+SEQ_SPACE = 1 << 16
 
 
 class _Model(BaseModel):
@@ -279,6 +290,58 @@ class GilbertElliott(_Model):
     loss_bad: float = Field(1.0, ge=0, le=1)
 
 
+class _AttackBase(_Model):
+    """What every attack names: the stream it attacks, which way it acts and when."""
+
+    stream: str = Field(description="the stream whose frames it sees and whose identity it uses")
+    direction: str = Field(description="the end of the link (a node name) its frames go towards")
+    start: Time = 0
+    end: Time | None = Field(None, description="the attack stops at this time; none: the scenario's duration")
+
+
+class _Sending(_AttackBase):
+    """An attack that sends frames: at `rate` frames/s, or `count` frames spread over
+    [start, end)."""
+
+    rate: FrameRate | None = Field(None, description="frames/s, e.g. 1000 or 10k")
+    count: Count | None = Field(None, ge=1, description="frames, spread evenly over [start, end)")
+
+    @model_validator(mode="after")
+    def _rate_or_count(self) -> _Sending:
+        if (self.rate is None) == (self.count is None):
+            raise ValueError(f"{self.kind}: give rate (frames/s) or count (frames), one of the two")
+        return self
+
+
+class Inject(_Sending):
+    """A forged frame numbered `offset` after the sequence number last seen on the link (mod 2^16)."""
+
+    kind: Literal["inject"]
+    offset: int = Field(ge=0, lt=SEQ_SPACE, description="added to the last sequence number seen")
+
+
+class Replay(_Sending):
+    """The frame that crossed the link `age` frames before the last one, tag and all."""
+
+    kind: Literal["replay"]
+    age: int = Field(ge=1, le=SEQ_SPACE, description="frames between it and the last one seen")
+
+
+class Babble(_Sending):
+    """The last frame that crossed the link, again and again."""
+
+    kind: Literal["babble"]
+
+
+class StripTag(_AttackBase):
+    """The stream's frames crossing the link lose their R-TAG."""
+
+    kind: Literal["strip_tag"]
+
+
+Attack = Annotated[Inject | Replay | Babble | StripTag, Field(discriminator="kind")]
+
+
 class Link(_Model):
     """A full-duplex cable between two nodes; each direction is an egress port of its own."""
 
@@ -293,6 +356,7 @@ class Link(_Model):
     loss: Annotated[Bernoulli | GilbertElliott, Field(discriminator="model")] | None = None
     pause: Pause | None = Field(None, description="IEEE 802.3x PAUSE in both directions")
     rate_changes: list[RateChange] = Field(default_factory=list, max_length=MAX_GATE_ENTRIES)
+    attacks: list[Attack] = Field(default_factory=list, description="attackers on the link (docs/security-sim.md)")
 
     @model_validator(mode="after")
     def _slopes_within_rate(self) -> Link:
