@@ -34,6 +34,7 @@ from frerlab import bpfsys, names
 from frerlab.cli import main
 from frerlab.dataplane import control, node
 from frerlab.impair import path as impair_path
+from frerlab.net import namespaces as net_namespaces
 from frerlab.testbed import bed
 
 #: Lines of a file that is not a configuration (shaped like /etc/shadow); no error may show them.
@@ -45,13 +46,14 @@ SECRET = ["root:$y$j9T$SecretSaltSecret$HashHashHashHashHashHashHashHashHash:197
 ENTRY_POINT = Path(sys.executable).with_name("frerlab")
 #: Every module global holding a state directory: (module, global, its path below RUN_DIR).
 STATE_PATHS = [
-    *((module, "RUN_DIR", ".") for module in (names, bpfsys, impair_path, control, bed)),
+    *((module, "RUN_DIR", ".") for module in (names, bpfsys, impair_path, control, bed, net_namespaces)),
     (bpfsys, "BPFFS", "bpf"),
     (node, "PIN_ROOT", "bpf"),
     (impair_path, "PIN_ROOT", "bpf"),
     (impair_path, "STATE_ROOT", "impair"),
     (control, "STATE_DIR", "dataplane"),
     (bed, "STATE_DIR", "testbed"),
+    (net_namespaces, "STATE_DIR", "net"),
 ]
 
 

@@ -24,6 +24,7 @@ from badinput import assert_refused, run_cli
 from frerlab import frer, sim
 from frerlab.cli import main
 from frerlab.errors import UsageError
+from frerlab.yamlfile import set_field
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "tools"
@@ -43,7 +44,7 @@ def scenario(**changes: object) -> dict:
     """BASE with dotted fields changed (e.g. `**{"streams.0.rate": "1e400bps"}`)."""
     data = copy.deepcopy(BASE)
     for dotted, value in changes.items():
-        sim.api.set_field(data, dotted, value)
+        set_field(data, dotted, value)
     return data
 
 

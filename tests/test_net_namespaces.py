@@ -24,7 +24,7 @@ from frerlab.dataplane import control
 from frerlab.errors import UsageError
 from frerlab.impair.path import STATE_ROOT as ELEMENT_STATE
 from frerlab.net import namespaces
-from frerlab.net.cli import topology_with_overrides
+from frerlab.net.topology import read_with_overrides
 
 NETWORKS = Path(__file__).resolve().parent.parent / "networks"
 #: Each shipped network at rates this 2-core machine forwards through every namespace hop
@@ -41,7 +41,7 @@ STAGE_LINKS = ("sw0-a1", "a1-sw1", "sw0-b1", "b1-sw1", "sw1-a2", "a2-sw2", "sw1-
 
 
 def topology(name: str, *overrides: str):
-    return topology_with_overrides(NETWORKS / f"{name}.yaml", [*SLOW[name], *overrides])
+    return read_with_overrides(NETWORKS / f"{name}.yaml", [*SLOW[name], *overrides])
 
 
 def leftovers(prefix: str) -> list[str]:

@@ -16,7 +16,7 @@ import yaml
 from frerlab import sim
 from frerlab.bench.campaign import duration_text, plan, read_campaign, total_estimate_s
 from frerlab.sim.api import run
-from frerlab.sim.cli import parse_overrides
+from frerlab.yamlfile import parse_overrides
 from frerlab.sim.sweeps import grid_points
 from frerlab.units import rate_bps, time_ps
 

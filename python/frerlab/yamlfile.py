@@ -9,6 +9,9 @@ line and column, at most MAX_LINES problems.
 Work is bounded before it starts: a file is read only if it is a regular text file of at most
 MAX_FILE_BYTES, its YAML may hold at most MAX_VALUES values (aliases counted each time they
 are used), and a key given twice in one mapping is refused.
+
+`--set FIELD=VALUE` overrides of a file's data (`parse_overrides`, `set_field`) are here too:
+the simulator's scenarios and the topology files take them alike.
 """
 
 from __future__ import annotations
@@ -268,3 +271,45 @@ def read_mapping(path: str | Path, what: str, shape: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise UsageError(f"{path}: {shape}")
     return data
+
+
+def parse_overrides(items: list[str]) -> dict[str, object]:
+    """`--set` FIELD=VALUE strings into a mapping; values are read as YAML scalars (numbers,
+    lists)."""
+    overrides: dict[str, object] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise UsageError(f"--set {item!r} is not FIELD=VALUE (e.g. streams.udp.rate=600Mbps)")
+        try:
+            overrides[name] = yaml.safe_load(value)
+        except yaml.YAMLError:
+            raise UsageError(f"--set {shown(item)}: the value is not a YAML scalar or list (e.g. 600Mbps, 10, [1, 2])") from None
+    return overrides
+
+
+def set_field(data: dict[str, Any], dotted: str, value: Any) -> None:
+    """Sets `dotted` (e.g. "streams.video.rate" or "links.0.loss.p") in a YAML file's plain data;
+    list items are found by their `name` or by index. Raises UsageError for a bad path."""
+    parts = dotted.split(".")
+    target: Any = data
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        if isinstance(target, list):
+            index = next((k for k, item in enumerate(target) if isinstance(item, dict) and item.get("name") == part), None)
+            if index is None and part.isdigit() and int(part) < len(target):
+                index = int(part)
+            if index is None:
+                names = [item.get("name") for item in target if isinstance(item, dict)]
+                raise UsageError(f"field {dotted!r}: no list item {part!r} (names: {names}, or an index < {len(target)})")
+            if last:
+                target[index] = value
+            else:
+                target = target[index]
+        elif isinstance(target, dict):
+            if last:
+                target[part] = value
+            else:
+                target = target.setdefault(part, {})
+        else:
+            raise UsageError(f"field {dotted!r}: {'.'.join(parts[:i])} is a value, not a mapping or list")

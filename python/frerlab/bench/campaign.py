@@ -216,9 +216,9 @@ class NetworkSystem(_Model):
     def load(self):
         """The topology's data (overrides applied) and the validated topology, its stream
         checked; UsageError naming the bad value."""
-        from frerlab.net.cli import topology_with_overrides
+        from frerlab.net.topology import read_with_overrides
 
-        data, topo = topology_with_overrides(self.topology_file, self.set)
+        data, topo = read_with_overrides(self.topology_file, self.set)
         names = [s.name for s in topo.streams]
         if self.stream is not None and self.stream not in names:
             raise UsageError(f"system.stream {self.stream!r} is not a stream of {self.topology} ({', '.join(names)})")

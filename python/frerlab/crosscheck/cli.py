@@ -52,9 +52,9 @@ def _crosscheck(args: argparse.Namespace) -> int:
     out = output_dir(args.output or Path("results") / time.strftime("crosscheck-%Y%m%d-%H%M%S"), "-o/--output")
     if "nodes" in data:
         from frerlab.crosscheck import network
-        from frerlab.net.cli import topology_with_overrides
+        from frerlab.net.topology import read_with_overrides
 
-        data, topo = topology_with_overrides(args.scenario, args.set)
+        data, topo = read_with_overrides(args.scenario, args.set)
         network.check(topo)
         print(f"crosscheck {topo.name}: simulator, then the network in namespaces ...", file=sys.stderr)
         work, table = (lambda: network.run(topo, data, str(args.scenario), out)), network.table

@@ -9,7 +9,6 @@ parser is built (every `frerlab` command builds it)."""
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import sys
 from pathlib import Path
@@ -140,20 +139,9 @@ def load(args: argparse.Namespace):
 def load_data(args: argparse.Namespace):
     """The plain data of the command's topology file with its --set overrides, and the
     validated topology."""
-    return topology_with_overrides(args.topology, args.set)
+    from frerlab.net.topology import read_with_overrides
 
-
-def topology_with_overrides(path: Path, overrides: list[str]):
-    """The plain data of topology file `path` with `overrides` (FIELD=VALUE) applied, and the
-    validated topology."""
-    from frerlab.net.topology import parse_topology, read_data
-    from frerlab.sim.api import set_field
-    from frerlab.sim.cli import parse_overrides
-
-    data = read_data(path)
-    for name, value in parse_overrides(overrides).items():
-        set_field(data, name, value)
-    return data, parse_topology(copy.deepcopy(data), str(path))
+    return read_with_overrides(args.topology, args.set)
 
 
 def _fraction(value: float | None) -> str:
@@ -244,9 +232,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     from frerlab.net.sweep import figure, loss_sweep
     from frerlab.net.topology import read_data
-    from frerlab.sim.api import set_field
-    from frerlab.sim.cli import parse_overrides
     from frerlab.units import option_value
+    from frerlab.yamlfile import parse_overrides, set_field
 
     losses = [option_value(_probability, text, "--loss") for text in args.loss.split(",")]
     links = [name.strip() for name in args.links.split(",")] if args.links else None

@@ -13,6 +13,7 @@ does that, and keeps each stream's StreamPlan on the validated Topology).
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -22,7 +23,7 @@ from frerlab.frer import DEFAULT_HISTORY_LENGTH
 from frerlab.names import MAX_IFNAME, pydantic_name, shown
 from frerlab.sim.schema import MAX_DELAY_PS, Count, Rate, Size, Time
 from frerlab.units import MAX_FRAME_BYTES, MIN_FRAME_BYTES, TIME_UNITS_PS, at_most, time_text
-from frerlab.yamlfile import read_mapping, validate
+from frerlab.yamlfile import parse_overrides, read_mapping, set_field, validate
 
 NodeName = pydantic_name("node")
 #: A link's name becomes an interface name on each of its ends in a namespace network.
@@ -287,3 +288,12 @@ def read_data(path: str | Path) -> dict[str, Any]:
 def load_topology(path: str | Path) -> Topology:
     """Reads and validates a topology YAML file."""
     return parse_topology(read_data(path), str(path))
+
+
+def read_with_overrides(path: str | Path, overrides: list[str]) -> tuple[dict[str, Any], Topology]:
+    """The plain data of topology file `path` with `overrides` (`--set` FIELD=VALUE) applied,
+    and the validated topology."""
+    data = read_data(path)
+    for name, value in parse_overrides(overrides).items():
+        set_field(data, name, value)
+    return data, parse_topology(copy.deepcopy(data), str(path))

@@ -36,6 +36,7 @@ from frerlab.sim.cost import Cost, estimate, require_affordable
 from frerlab.sim import lossless
 from frerlab.sim.compile import compile_spec
 from frerlab.sim.schema import Scenario, parse_scenario, read_data
+from frerlab.yamlfile import set_field
 
 TABLES = ("streams", "series", "ports", "port_series", "nodes", "frer", "pause", "qcn_ports", "bcn_ports",
           "fecn_ports", "cn_streams", "rate_series", "control", "attacks", "trace")
@@ -170,33 +171,6 @@ def run_meta(scenario: Scenario, run: dict[str, Any], warnings: list[str]) -> di
         "host": platform.node(), "platform": platform.platform(), "python": platform.python_version(),
         "finished": datetime.now(UTC).isoformat(), "run": run, "warnings": warnings,
     }
-
-
-def set_field(data: dict[str, Any], dotted: str, value: Any) -> None:
-    """Sets `dotted` (e.g. "streams.video.rate" or "links.0.loss.p") in plain scenario data;
-    list items are found by their `name` or by index. Raises UsageError for a bad path."""
-    parts = dotted.split(".")
-    target: Any = data
-    for i, part in enumerate(parts):
-        last = i == len(parts) - 1
-        if isinstance(target, list):
-            index = next((k for k, item in enumerate(target) if isinstance(item, dict) and item.get("name") == part), None)
-            if index is None and part.isdigit() and int(part) < len(target):
-                index = int(part)
-            if index is None:
-                names = [item.get("name") for item in target if isinstance(item, dict)]
-                raise UsageError(f"field {dotted!r}: no list item {part!r} (names: {names}, or an index < {len(target)})")
-            if last:
-                target[index] = value
-            else:
-                target = target[index]
-        elif isinstance(target, dict):
-            if last:
-                target[part] = value
-            else:
-                target = target.setdefault(part, {})
-        else:
-            raise UsageError(f"field {dotted!r}: {'.'.join(parts[:i])} is a value, not a mapping or list")
 
 
 def scenario_data(scenario: str | Path | dict[str, Any] | Scenario) -> dict[str, Any]:

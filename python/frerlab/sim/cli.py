@@ -12,14 +12,13 @@ import json
 import sys
 from pathlib import Path
 
-import yaml
 
 from frerlab.cli_output import add_json, add_output, emit
 from frerlab.errors import UsageError
 from frerlab.files import write_atomic
 from frerlab.names import output_dir, shown
 from frerlab.sim.cost import MAX_EVENTS, MAX_SERIES_ROWS, MAX_TRACE_ROWS
-from frerlab.yamlfile import read_mapping
+from frerlab.yamlfile import parse_overrides, read_mapping, set_field
 
 EPILOG = f"""examples:
   frerlab sim run scenarios/seed000_frer_2hop.yaml
@@ -113,20 +112,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=lambda args: parser.print_help() or 2)
 
 
-def parse_overrides(items: list[str]) -> dict[str, object]:
-    """FIELD=VALUE strings into a mapping; values are read as YAML scalars (numbers, lists)."""
-    overrides: dict[str, object] = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        if not sep or not name:
-            raise UsageError(f"--set {item!r} is not FIELD=VALUE (e.g. streams.udp.rate=600Mbps)")
-        try:
-            overrides[name] = yaml.safe_load(value)
-        except yaml.YAMLError:
-            raise UsageError(f"--set {shown(item)}: the value is not a YAML scalar or list (e.g. 600Mbps, 10, [1, 2])") from None
-    return overrides
-
-
 def cmd_check(args: argparse.Namespace) -> int:
     """Validates the scenario and every point of its sweep, and estimates what running costs:
     whatever passes here, `sim run` (with the same --allow-long) starts."""
@@ -178,7 +163,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         output_dir(args.output, "-o/--output")
     import pandas as pd
 
-    from frerlab.sim.api import prepare, run, scenario_data, set_field
+    from frerlab.sim.api import prepare, run, scenario_data
     from frerlab.sim.sweeps import sweep
 
     if args.jobs is not None and not 1 <= args.jobs <= 1024:
