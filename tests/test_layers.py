@@ -31,7 +31,7 @@ LAYERS = {
     "kernel": ("bpfsys", "netns"),
     "elements": ("dataplane", "impair"),
     "systems": ("testbed", "traffic", "capture", "remote", "dataplane.twopath"),
-    "studies": ("bench", "sim", "net", "config", "crosscheck"),
+    "studies": ("bench", "sim", "net", "config", "crosscheck", "attack"),
     "pages": ("report",),
     "command": ("cli", "demo"),
 }

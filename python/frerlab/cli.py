@@ -26,6 +26,7 @@ AREAS = [
     "frerlab.dataplane.cli",
     "frerlab.config.cli",
     "frerlab.testbed.cli",
+    "frerlab.attack.cli",
     "frerlab.capture.cli",
     "frerlab.crosscheck.cli",
     "frerlab.bench.cli",

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Literal
 
 from frerlab.dataplane import control
-from frerlab.errors import UsageError
+from frerlab.errors import ToolFailed, UsageError
 from frerlab.impair import PathImpairment
 from frerlab.impair.path import recorded_state as recorded_path_state
 from frerlab.impair import remove_leftovers as remove_path_leftovers
@@ -66,6 +66,9 @@ WIRE_MIN = MIN_FRAME_BYTES + L1_OVERHEAD_BYTES
 DEFAULT_NAME = "frerlab"
 DEFAULT_RATE = "100Mbps"
 DEFAULT_QUEUE_LIMIT = "64KiB"
+ALGORITHMS = ("vector", "match")
+#: Longest reset timeout of the eliminating nodes: an hour.
+MAX_RESET_TIMEOUT_MS = 3_600_000
 #: Longest testbed name: the limit from when its veths were made under the temporary names
 #: `tb-<name>a`, which had to fit an interface name, kept so that `up` accepts the same names.
 MAX_NAME = MAX_IFNAME - len("tb-a")
@@ -109,6 +112,10 @@ class Settings:
     replicate_at: str = "sw1"
     eliminate_at: str = "sw2"
     history_length: int = 32
+    #: The sequence recovery algorithm of both eliminating nodes (802.1CB 7.4.3.4 vector,
+    #: 7.4.3.5 match) and their reset timeout (frerSeqRcvyResetMSec).
+    algorithm: str = "vector"
+    reset_timeout_ms: int = 1000
     #: Rate of the links into, through and out of the paths (sw1 - a/b - sw2); None: `rate`.
     #: Below `rate` it makes the paths the bottleneck of known capacity (a DUT whose
     #: throughput is known, for testing the benchmarks).
@@ -122,6 +129,10 @@ class Settings:
         check_name(self.name, "testbed", MAX_NAME)
         if not 2 <= self.history_length <= 1024:
             raise UsageError(f"history length {self.history_length} is out of range (2..1024)")
+        if self.algorithm not in ALGORITHMS:
+            raise UsageError(f"algorithm {self.algorithm!r} is not valid ({' or '.join(ALGORITHMS)})")
+        if not 1 <= self.reset_timeout_ms <= MAX_RESET_TIMEOUT_MS:
+            raise UsageError(f"reset timeout {self.reset_timeout_ms} ms is out of range (1..{MAX_RESET_TIMEOUT_MS} ms)")
         try:
             self.rate_bps = rate_bps(self.rate)
         except ValueError as err:
@@ -131,8 +142,7 @@ class Settings:
         except ValueError as err:
             raise UsageError(f"queue limit: {err}") from None
         try:
-            plan.node_configs(self.mode, self.replicate_at, self.eliminate_at,
-                              plan.Recovery(history_length=self.history_length))
+            plan.node_configs(self.mode, self.replicate_at, self.eliminate_at, self.recovery())
         except ValueError as err:
             raise UsageError(str(err)) from None
         if not 1_000_000 <= self.rate_bps <= 10_000_000_000:
@@ -146,6 +156,11 @@ class Settings:
         if not 2 * LINK_MTU <= self.queue_limit_bytes <= 1 << 30:
             raise UsageError(f"queue limit {self.queue_limit} is out of range "
                              f"({2 * LINK_MTU} bytes..1GiB: at least two full frames)")
+
+    def recovery(self) -> plan.Recovery:
+        """The sequence recovery settings of the eliminating nodes."""
+        return plan.Recovery(algorithm=self.algorithm, history_length=self.history_length,
+                             reset_timeout_ms=self.reset_timeout_ms)
 
 
 def state_path(name: str) -> Path:
@@ -189,6 +204,8 @@ class _RecordedSettings(StateModel):
     replicate_at: str
     eliminate_at: str
     history_length: int
+    algorithm: Literal[ALGORITHMS] = "vector"
+    reset_timeout_ms: int = 1000
     path_rate: str | None = None
     rate_bps: int
     path_rate_bps: int = 0
@@ -239,8 +256,8 @@ def up(settings: Settings) -> dict:
     name = settings.name
     if state_path(name).exists():
         raise UsageError(f"testbed {name!r} is up already; `frerlab testbed down --name {name}` first")
-    configs = plan.node_configs(settings.mode, settings.replicate_at, settings.eliminate_at,
-                                plan.Recovery(history_length=settings.history_length), prefix=_prefix(name))
+    configs = plan.node_configs(settings.mode, settings.replicate_at, settings.eliminate_at, settings.recovery(),
+                                prefix=_prefix(name))
     net = namespaces(name)
     state = {"name": name, "settings": {k: v for k, v in asdict(settings).items()},
              "namespaces": {role: f"{net.prefix}-{role}" for role in (*HOSTS, *PATHS)},
@@ -405,6 +422,22 @@ def status_dataplane(name: str, role: str) -> dict:
     if role not in dataplanes:
         raise UsageError(f"{role!r} runs no data plane in testbed {name!r} ({', '.join(dataplanes)} do)")
     return control.snapshot(dataplanes[role])
+
+
+def received(netns: str, ifname: str = plan.HOST_PORT) -> int:
+    """Frames interface `ifname` (default a host's) of namespace `netns` has received."""
+    return link_info(netns, ifname)["stats64"]["rx"]["packets"]
+
+
+def first_frame(netns: str, baseline: int, timeout_s: float = 30.0) -> float:
+    """Waits until the host interface of `netns` has received more than `baseline` frames (a
+    count from `received`): when it saw that (time.monotonic). ToolFailed after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while received(netns) == baseline:
+        if time.monotonic() > deadline:
+            raise ToolFailed(f"no frame reached {netns} within {timeout_s:g} s")
+        time.sleep(0.002)
+    return time.monotonic()
 
 
 def qdisc_drops(netns: str, ifname: str) -> int:

@@ -26,6 +26,7 @@ examples:
   frerlab testbed up                                   # name "frerlab", frer mode, 100 Mbit/s
   frerlab testbed up --mode control --rate 1Gbps --queue-limit 160KiB --name ctl
   frerlab testbed up --replicate-at talker --eliminate-at listener --name ends
+  frerlab testbed up --algorithm match --reset-timeout 200 --name m
   frerlab testbed exec talker -- iperf3 -c 198.18.0.2 -u -b 50M
   frerlab testbed impair a --down                      # cut path a; --up restores it
   frerlab testbed impair b --loss 0.05 --delay 5 --jitter 1 --duplicate 0.01
@@ -133,6 +134,10 @@ def _build_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--replicate-at", default="sw1", choices=plan.REPLICATE_AT)
     parser.add_argument("--eliminate-at", default="sw2", choices=plan.ELIMINATE_AT)
     parser.add_argument("--history-length", type=int, default=32, help="vector recovery history (2..1024)")
+    parser.add_argument("--algorithm", default="vector", choices=bed.ALGORITHMS,
+                        help="sequence recovery algorithm of the eliminating nodes (default vector)")
+    parser.add_argument("--reset-timeout", type=int, default=1000, metavar="MS",
+                        help=f"their reset timeout in ms (1..{bed.MAX_RESET_TIMEOUT_MS}, default 1000)")
 
 
 def _span(text: str) -> tuple[float, float]:
@@ -146,7 +151,8 @@ def _span(text: str) -> tuple[float, float]:
 def _settings(args: argparse.Namespace) -> bed.Settings:
     return bed.Settings(name=args.name, mode=args.mode, rate=args.rate, queue_limit=args.queue_limit,
                         replicate_at=args.replicate_at, eliminate_at=args.eliminate_at,
-                        history_length=args.history_length, path_rate=args.path_rate)
+                        history_length=args.history_length, algorithm=args.algorithm,
+                        reset_timeout_ms=args.reset_timeout, path_rate=args.path_rate)
 
 
 def _up(args: argparse.Namespace) -> int:

@@ -31,9 +31,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from frerlab import __version__
-from frerlab.errors import ToolFailed, UsageError
+from frerlab.errors import UsageError
 from frerlab.frer import COUNTER_NAMES
-from frerlab.netns import link_info
 from frerlab.testbed import bed, plan, timeline
 from frerlab.traffic.across import stream_across
 from frerlab.files import write_atomic
@@ -101,20 +100,11 @@ def run(tb_name: str, schedule: Schedule, out_dir: Path) -> dict:
     write_atomic(out_dir / "meta.json", json.dumps(meta, indent=1))
     happened: list[dict] = []
     listener = state["namespaces"]["listener"]
-
-    def listener_rx() -> int:
-        return link_info(listener, plan.HOST_PORT)["stats64"]["rx"]["packets"]
-
-    baseline = listener_rx()
+    baseline = bed.received(listener)
     before = bed.status(tb_name)  # the testbed may have carried traffic before: count the difference
 
     def cut_and_restore() -> None:
-        deadline = time.monotonic() + 30
-        while listener_rx() == baseline:
-            if time.monotonic() > deadline:
-                raise ToolFailed("no frame reached the listener within 30 s")
-            time.sleep(0.002)
-        t0 = time.monotonic()
+        t0 = bed.first_frame(listener, baseline)
         for at, path, up in schedule.events():
             time.sleep(max(0.0, t0 + at - time.monotonic()))
             called = time.time_ns()  # the captures' clock (CLOCK_REALTIME)
@@ -144,7 +134,7 @@ def run(tb_name: str, schedule: Schedule, out_dir: Path) -> dict:
     return result
 
 
-def _recovery_totals(snapshot: dict) -> dict:
+def recovery_totals(snapshot: dict) -> dict:
     """Per stream handle: the sequence recovery counters (passed, discarded, lost, ...)."""
     out = {}
     for st in snapshot["streams"]:
@@ -216,7 +206,7 @@ def elimination_accounting(counters: dict, settings: dict, sender: dict, stream:
     if settings["mode"] != "frer":
         return None
     node = settings["eliminate_at"]
-    before, after = (_recovery_totals(counters[when]["dataplanes"][node])[str(STREAM)] for when in ("before", "after"))
+    before, after = (recovery_totals(counters[when]["dataplanes"][node])[str(STREAM)] for when in ("before", "after"))
     passed, discarded = (after[k] - before[k] for k in ("passed_packets", "discarded_packets"))
     data, probes = sender["frames_sent"], sender["end_probes_sent"]
     lost_both = stream["lost"] + probes - stream["end_probes"]
@@ -265,7 +255,7 @@ def analyse(stream: dict, sender: dict, schedule: Schedule, settings: dict, happ
         verdict = (f"as expected for the control group: {lost} frames lost, about the {cut_a_frames} sent while "
                    "path a was cut" if passed else
                    f"UNEXPECTED: the control group lost only {lost} frames of the {cut_a_frames} sent into the cut")
-    recovery = {role: _recovery_totals(snapshot) for role, snapshot in counters["after"]["dataplanes"].items()}
+    recovery = {role: recovery_totals(snapshot) for role, snapshot in counters["after"]["dataplanes"].items()}
     return {"mode": mode, "sent": sender["frames_sent"], "end_probes_sent": sender["end_probes_sent"],
             "expected": stream["expected"], "received": stream["unique"], "lost": lost, "duplicates": dups,
             "events": happened, "losses_counted": "in the phase their frames were due to be sent (by sequence number), "

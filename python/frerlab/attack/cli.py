@@ -1,0 +1,82 @@
+"""Command-line verbs of the attacks on a testbed: `frerlab attack run|list`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from frerlab.attack import run, spec
+from frerlab.cli_output import add_json, add_output, emit
+from frerlab.names import output_dir
+from frerlab.testbed import bed
+from frerlab.units import frame_rate, option_value, size_bytes
+
+EPILOG = """An attacker on one member path of a testbed (`frerlab testbed up`) runs a named
+attack while a measured stream flows talker -> listener; the result says what it cost the
+stream (genuine frames lost, duplicates and forged frames delivered, time to recover) and what
+the eliminating node's counters and latent error detection showed of it (docs/security.md).
+`--set KEY=VALUE` changes one of the attack's values (`frerlab attack list` shows them; count
+and duration are alternatives). Raw results are written first (meta.json, send.json,
+recv.json, inject.json, counters.json), then result.json.
+
+exit status: 0 the attack ran and its harm was measured (harm or none), 2 bad input, 4 a
+tool or the testbed failed, 130 interrupted (the injector stopped, every path restored).
+
+examples:
+  frerlab attack list
+  frerlab testbed up --name atk --reset-timeout 200
+  frerlab attack run inject-ahead --testbed atk --path a -o results/inject-ahead
+  frerlab attack run inject-after-reset --testbed atk --set outage=0.3s --set rate=20 -o results/reset --json
+  frerlab attack run replay --testbed atk --path b --set age=40 --duration 3 -o results/replay-rogue
+"""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Adds `attack run` and `attack list`."""
+    parser = subparsers.add_parser("attack", help="attacks on a member path of a testbed, with the harm measured",
+                                   epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    verbs = parser.add_subparsers(title="verbs", metavar="VERB")
+    parser.set_defaults(func=lambda args: parser.print_help() or 2)
+
+    r = verbs.add_parser("run", help="run a named attack while a stream flows and measure its harm",
+                         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    r.add_argument("name", help="the attack (frerlab attack list)")
+    r.add_argument("--testbed", default=bed.DEFAULT_NAME, help=f"testbed name (default {bed.DEFAULT_NAME})")
+    r.add_argument("--path", default="a", help="the attacked path: a or b (default a)")
+    r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="change one of the attack's values")
+    r.add_argument("--rate-fps", default=run.Stream.rate_fps, help="the stream's frames per second (10..100000)")
+    r.add_argument("--frame-size", default=run.Stream.frame_size, help="its frame size in bytes (64..1518)")
+    r.add_argument("--duration", type=float, default=run.Stream.duration_s, help="its length in seconds")
+    r.add_argument("--interval", type=float, default=run.Stream.interval_s,
+                   help="seconds of the send schedule per accounting bin (the recovery time's resolution)")
+    add_output(r, "result directory (default: a new one under results/)")
+    add_json(r)
+    r.set_defaults(func=_run)
+
+    ls = verbs.add_parser("list", help="the named attacks and their values", epilog=EPILOG,
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_json(ls, "the attacks")
+    ls.set_defaults(func=_list)
+
+
+def _run(args: argparse.Namespace) -> int:
+    attack = spec.attack(args.name, spec.parse_sets(args.set))
+    stream = run.Stream(round(option_value(frame_rate, args.rate_fps, "--rate-fps")),
+                        option_value(size_bytes, args.frame_size, "--frame-size"), args.duration, args.interval)
+    stream.check()
+    out = output_dir(args.output or Path("results") / time.strftime(f"attack-{args.name}-%Y%m%d-%H%M%S"),
+                     "-o/--output")
+    result = run.run(args.testbed, attack, args.path, stream, out)
+    emit(args, result, run.summary(result))
+    if not args.json:
+        print(f"  results in {out}", file=sys.stderr)
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    attacks = {name: spec.attack(name) for name in spec.catalog()}
+    emit(args, {name: a.model_dump() for name, a in attacks.items()},
+         "\n".join(f"{name:<20}{a.description}\n{'':<20}{spec.describe(a)}" for name, a in attacks.items()))
+    return 0
