@@ -1,4 +1,4 @@
-"""Command-line verbs of the data plane: `frerlab dataplane up|down|status|stats|monitor|reset`."""
+"""Command-line verbs of the data plane: `frerlab dataplane up|down|status|stats|monitor|reset|guard`."""
 
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ examples:
   frerlab dataplane down --name sw1             # also clears what a crashed run left
   frerlab dataplane down --all --json
   frerlab dataplane reset --name listener --stream 1 --port l0b
+  frerlab dataplane guard --name sw2 --rogue-threshold 20 --period 0.05 --reset   # rogue-rate alarm
 """
 
 #: Longest poll interval of `monitor`, in seconds.
@@ -35,7 +36,7 @@ MAX_INTERVAL_S = 3600
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Adds `dataplane up|down|stats|monitor|reset`."""
+    """Adds `dataplane up|down|stats|monitor|reset|guard`."""
     parser = subparsers.add_parser("dataplane", help="the eBPF FRER data plane: up, down, stats",
                                    epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     verbs = parser.add_subparsers(title="verbs", metavar="VERB")
@@ -91,6 +92,45 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     rst.add_argument("--port", help="only the function placed on (or fed by) this port")
     add_json(rst, "the functions reset")
     rst.set_defaults(func=_reset)
+
+    grd = verbs.add_parser("guard", help="rogue-rate alarm over every recovery function (foreground); "
+                           "--reset gives an alarmed function a management reset", epilog=EPILOG,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    _name(grd)
+    grd.add_argument("--rogue-threshold", type=int, required=True,
+                     help="rogue frames a function may count in a period without an alarm")
+    grd.add_argument("--period", type=float, default=1.0, help="seconds per period (default 1)")
+    grd.add_argument("--reset", action="store_true", help="reset an alarmed function (frerSeqRcvyReset): its next "
+                                                          "frame sets its window again")
+    grd.add_argument("--duration", type=float, help="stop after this many seconds (default: until the data plane "
+                                                    "goes down or Ctrl-C)")
+    add_json(grd, "each function's findings at the end")
+    grd.set_defaults(func=_guard)
+
+
+def _guard(args: argparse.Namespace) -> int:
+    if args.duration is not None and not 0 < args.duration < math.inf:
+        raise UsageError(f"--duration {args.duration} is out of range (> 0 seconds, finite)")
+    control.read_state(args.name)  # before the banner: a name that is not up is an error
+    deadline = None if args.duration is None else time.monotonic() + args.duration
+
+    def on_alarm(finding: dict) -> None:
+        port = f" on {finding['port']}" if finding["port"] else ""
+        print(f"ROGUE data plane {args.name} stream {finding['stream']} {finding['function']} recovery{port}: "
+              f"{finding['rogue']} rogue frames in {finding['period_s']:g} s (threshold {finding['threshold']})"
+              + (", reset" if args.reset else ""), file=sys.stderr, flush=True)
+
+    stopped = []  # SIGTERM ends the guard after its period, its findings printed
+    signal.signal(signal.SIGTERM, lambda *_: stopped.append(True))
+    if not args.json:
+        print(f"guarding data plane {args.name}: more than {args.rogue_threshold} rogue frames in {args.period:g} s "
+              f"raise an alarm{' and reset the function' if args.reset else ''}", flush=True)
+    findings = control.guard(args.name, args.rogue_threshold, on_alarm, args.period, args.reset,
+                             stop=lambda: bool(stopped) or (deadline is not None and time.monotonic() >= deadline))
+    emit(args, findings, "\n".join(
+        f"stream {f['stream']} {f['function']} recovery{' on ' + f['port'] if f['port'] else ''}: {f['alarms']} alarms, "
+        f"at most {f['most_rogue']} rogue frames in a period, {f['resets']} resets" for f in findings))
+    return EXIT_VERDICT if any(f["alarms"] for f in findings) else 0
 
 
 def _name(parser) -> None:

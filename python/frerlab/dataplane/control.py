@@ -26,7 +26,7 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from frerlab.dataplane import hooks, interfaces, layout
-from frerlab.dataplane.compiler import NodePlan
+from frerlab.dataplane.compiler import NodePlan, RecoveryPlan
 from frerlab.dataplane.config import NodeConfig, parse_config
 from frerlab.dataplane.node import OBJECT, XDP_OBJECT, CounterTables, Node, pin_path
 from frerlab import bpfsys, processes
@@ -344,14 +344,64 @@ def reset(name: str, handle: int | None = None, port: str | None = None) -> list
             known = ", ".join(f"stream {r.handle}" + (f" on {r.port_label}" if r.ports else "")
                               for r in plan.recoveries) or "none"
             raise UsageError(f"data plane {name!r} has no recovery function {wanted} (it has: {known})")
-        requests = node.maps["rcvy_reset_requests"]
         for r in chosen:
-            key = layout.key(node.rcvy_index(r.stream, r.instance))
-            count = layout.U32.unpack(requests.lookup(key))[0]
-            requests.update(key, layout.U32.pack((count + 1) % 2**32))
+            _request_reset(node, r)
     finally:
         node.release()
     return [{"stream": r.handle, "function": r.function, "port": r.port_label} for r in chosen]
+
+
+def _request_reset(node: Node, r: RecoveryPlan) -> None:
+    """Asks recovery function `r` for a management reset: the next packet resets it."""
+    requests = node.maps["rcvy_reset_requests"]
+    key = layout.key(node.rcvy_index(r.stream, r.instance))
+    count = layout.U32.unpack(requests.lookup(key))[0]
+    requests.update(key, layout.U32.pack((count + 1) % 2**32))
+
+
+#: Longest period of `guard`, in seconds.
+MAX_GUARD_PERIOD_S = 60.0
+
+
+def guard(name: str, threshold: int, on_alarm, period_s: float = 1.0, reset: bool = False,
+          stop=lambda: False) -> list[dict]:
+    """A rogue-rate alarm over every recovery function of running data plane `name` (frerlab's
+    defence, docs/security.md): every `period_s` it reads each function's rogue counter
+    (frerCpsSeqRcvyRoguePackets, 802.1CB clause 10); a function that counted more than `threshold`
+    rogue frames in the period raises an alarm (`on_alarm(finding)`) and, with `reset`, is given
+    a management reset (frerSeqRcvyReset, 10.4.1.4) so that its next frame sets its window
+    again: a window a forged frame dragged away (sequence numbers far ahead right after a reset,
+    which make every genuine frame rogue until the reset timeout) is given back to the stream
+    within a period. Runs until `stop()` is true or the data plane goes down; returns one
+    finding per function (alarms, the most rogue frames in a period, the resets it asked for)."""
+    if not 0 < period_s <= MAX_GUARD_PERIOD_S:
+        raise UsageError(f"period {period_s} s is out of range (0 < seconds <= {MAX_GUARD_PERIOD_S:g})")
+    if not 0 <= threshold < 2**63:
+        raise UsageError(f"rogue threshold {threshold} is out of range (0.. rogue frames per period)")
+    _, plan, node = _running(name)
+    try:
+        if not plan.recoveries:
+            raise UsageError(f"data plane {name!r} has no recovery function to guard")
+        findings = [{"stream": r.handle, "function": r.function, "port": r.port_label, "threshold": threshold,
+                     "period_s": period_s, "alarms": 0, "most_rogue": 0, "resets": 0} for r in plan.recoveries]
+        last = [node.recovery_counters(r.stream, r.instance)["rogue_packets"] for r in plan.recoveries]
+        start = time.monotonic()
+        while not stop() and state_path(name).exists():
+            time.sleep(period_s)
+            for i, r in enumerate(plan.recoveries):
+                rogue = node.recovery_counters(r.stream, r.instance)["rogue_packets"]
+                counted, last[i] = rogue - last[i], rogue
+                finding = findings[i]
+                finding["most_rogue"] = max(finding["most_rogue"], counted)
+                if counted > threshold:
+                    finding["alarms"] += 1
+                    if reset:
+                        _request_reset(node, r)
+                        finding["resets"] += 1
+                    on_alarm({**finding, "rogue": counted, "at_s": round(time.monotonic() - start, 3)})
+    finally:
+        node.release()
+    return findings
 
 
 #: How long a member stream without a reset timeout may see only rogue packets before it is
