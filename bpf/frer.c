@@ -5,9 +5,10 @@
  * frer_ingress runs on every port of a node for received frames; frer_egress on ports where
  * the host itself sends a stream (talker end-station). For each frame: parse (Ethernet, VLAN
  * in the frame or in skb metadata, R-TAG, IPv4/IPv6, ports), identify the stream, then do
- * what the node's `frer_stream` entry says: sequence generation, individual recovery on the
- * member port, sequence recovery of the compound stream, R-TAG push or pop, and one copy per
- * output port (each with its own destination MAC / VID if configured). Frames of no stream
+ * what the node's `frer_stream` entry says: the stream's filter and flow meter on the port
+ * (802.1Qci, received frames), sequence generation, individual recovery on the member port,
+ * sequence recovery of the compound stream, R-TAG push or pop, and one copy per output port
+ * (each with its own destination MAC / VID if configured). Frames of no stream
  * are plain-forwarded by a small learning bridge over the configured bridge ports, or left
  * to the kernel. Malformed frames are counted and dropped, never forwarded as stream frames.
  * The recovery algorithms mirror crates/frer (the reference): see the shared test vectors.
@@ -306,10 +307,14 @@ static __always_inline int frer_frame(struct __sk_buff *skb, __u32 ifindex, __u8
 	 * build such packets on the node's ports. */
 	if ((skb->gso_segs > 1 || skb->gso_size) &&
 	    (f->rtag || st->rcvy_ports ||
-	     (st->flags & (FRER_STREAM_GENERATE | FRER_STREAM_INDIVIDUAL | FRER_STREAM_RECOVER)))) {
+	     (st->flags & (FRER_STREAM_GENERATE | FRER_STREAM_INDIVIDUAL | FRER_STREAM_RECOVER |
+			   FRER_STREAM_FILTERED)))) {
 		ps->gso_refused++;
 		return TC_ACT_SHOT;
 	}
+	/* stream filters and flow meters (802.1Qci) see received frames before any FRER function */
+	if (direction == FRER_DIR_INGRESS && frer_filter(s, st, stream, port, f) == VERDICT_DISCARD)
+		return TC_ACT_SHOT;
 	if (frer_stream_in(s, st, stream, port, f, ps, &rc) == VERDICT_DISCARD)
 		return TC_ACT_SHOT;
 	if (st->flags & FRER_STREAM_ENCODE) {

@@ -43,6 +43,15 @@
 #define FRER_MAX_OUTPUTS 8
 /* Distinct sets of output ports of the XDP streams with more than one output (xdp_copies). */
 #define FRER_MAX_COPY_SETS 256
+/* Stream filters and flow meters (802.1Qci, struct frer_filter / frer_meter) of one data plane:
+ * fixed-size arrays, not reshaped by the loader, because their counters are per CPU (a
+ * thousand filters cost 40 KiB per CPU). */
+#ifndef FRER_MAX_FILTERS
+#define FRER_MAX_FILTERS 1024
+#endif
+#ifndef FRER_MAX_METERS
+#define FRER_MAX_METERS 1024
+#endif
 /* Longest vector-algorithm history (frerSeqRcvyHistoryLength), in bits. */
 #define FRER_HISTORY_MAX 1024
 #define FRER_HISTORY_WORDS (FRER_HISTORY_MAX / 64)
@@ -190,6 +199,8 @@ struct frer_output {
 				       * one costs ~25 ns more a read here): the loader sets it
 				       * when no reset timeout of the stream is short enough for a
 				       * tick to matter (python/frerlab/dataplane/node.py) */
+#define FRER_STREAM_FILTERED 0x40  /* a stream filter applies to it on some port: frames
+				    * received look their filter up in `filter_of` (frer_filter) */
 
 /* What one node does with one stream. Array `streams` (by stream index), 160 bytes. Recovery instances
  * beyond the compound one (index 0 of the stream's `rcvy` entries) are per port: a sequence
@@ -263,6 +274,44 @@ struct frer_rcvy {
 	__u64 pad4[2];
 	/* 128 bytes on */
 	__u64 history[FRER_HISTORY_WORDS];
+};
+
+/* Per-stream filtering and policing (802.1Qci 8.6.5.1, 8.6.5.3): what a received frame of a
+ * filtered stream goes through before its FRER functions. The filter of stream s on port p is
+ * entry filter_of[s * port_stride + p] - 1 of `filters` (0: none). 8 bytes. */
+struct frer_filter {
+	__u32 max_sdu;   /* max-sdu-size in octets, 0 = any (the SDU: frame_sdu) */
+	__u32 meter;     /* its flow meter's entry of `meters` + 1, 0 = none */
+};
+
+/* frer_meter.flags */
+#define FRER_METER_DROP_ON_YELLOW 0x1 /* drop-on-yellow; no frame is yellow without an EIR */
+
+/* A flow meter (8.6.5.3; MEF 10.3 with EIR 0, colour-blind): a single-rate token bucket of
+ * committed-burst-size octets filled at committed-information-rate; a frame whose SDU is
+ * within the tokens is green and takes them, any other is red and dropped. Tokens are counted
+ * in 1e-9 bit, so that `ns * bit/s` adds exactly what the time earned (no rounding): the loader
+ * bounds the bucket (octets * 8e9) to 8e18 and cir to 1e12 bit/s, so the tokens plus what at
+ * most fill_ns earns stay within 64 bits. Array `meters`, 48 bytes. */
+struct frer_meter {
+	struct bpf_spin_lock lock;
+	__u32 flags;     /* FRER_METER_* */
+	__u64 cir;       /* bit/s */
+	__u64 cbs;       /* the bucket, in 1e-9 bit (octets * 8e9) */
+	__u64 fill_ns;   /* how long an empty bucket takes to fill (elapsed * cir stays below
+			  * cbs + cir); 2^63 - 1 for a rate of 0 */
+	__u64 tokens;    /* in 1e-9 bit; a configured meter starts full */
+	__u64 last_ns;   /* when tokens were last added */
+};
+
+/* Per filter counters (per-CPU array `filter_stats`, by entry of `filters`), the YANG's
+ * (ieee802-dot1q-psfp) names; there is no stream gate, so a passing frame passed all. 40 bytes. */
+struct frer_filter_stats {
+	__u64 matching;         /* matching-frames-count */
+	__u64 passing;          /* passing-frames-count: passed the SDU filter and the meter */
+	__u64 passing_sdu;      /* passing-sdu-count */
+	__u64 not_passing_sdu;  /* not-passing-sdu-count: above max-sdu-size, dropped */
+	__u64 red;              /* red-frames-count: red at the flow meter, dropped */
 };
 
 /* Per-port counters (per-CPU array `port_stats`, by port index). */
@@ -399,6 +448,35 @@ struct {
 	__type(value, struct frer_stream_port_stats);
 } stream_port_stats SEC(".maps");
 
+/* stream * port_stride + port -> its filter's entry of `filters` + 1, 0 = unfiltered */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, FRER_DEFAULT_STREAMS * FRER_MAX_PORTS);
+	__type(key, __u32);
+	__type(value, __u32);
+} filter_of SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, FRER_MAX_FILTERS);
+	__type(key, __u32);
+	__type(value, struct frer_filter);
+} filters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, FRER_MAX_FILTERS);
+	__type(key, __u32);
+	__type(value, struct frer_filter_stats);
+} filter_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, FRER_MAX_METERS);
+	__type(key, __u32);
+	__type(value, struct frer_meter);
+} meters SEC(".maps");
+
 /* learned source MAC -> port index */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -415,6 +493,7 @@ struct {
 /* What the parser found. Offsets are from the start of the frame. */
 struct frame {
 	__u32 len;         /* bytes copied into hdr */
+	__u32 frame_len;   /* the frame's length (tc: without a VLAN tag held in skb metadata) */
 	__u16 l2_end;      /* offset of the R-TAG (or where one would go): after MACs and tags */
 	__u16 vid;         /* outer VLAN ID (host order) */
 	__u8 pcp;          /* outer VLAN tag's priority (PCP) */
@@ -520,6 +599,7 @@ static __always_inline enum parse_result frame_parse(struct frame *f, __u32 len,
 
 	if (len < ETH_HLEN)
 		return PARSE_MALFORMED;
+	f->frame_len = len;
 	if (len > HDR_MAX)
 		len = HDR_MAX;
 	f->len = len;
@@ -970,6 +1050,89 @@ static __always_inline __u64 now_ns(const struct frer_settings *s, __u32 stream_
 	if (stream_flags & FRER_STREAM_COARSE_CLOCK)
 		return bpf_ktime_get_coarse_ns();
 	return bpf_ktime_get_ns();
+}
+
+/* ---- per-stream filtering and policing (802.1Qci 8.6.5.1, 8.6.5.3) ---- */
+
+/* The frame's SDU size in octets, as max-sdu-size and the flow meters count it: what follows
+ * its MACs, VLAN tags and R-TAG (its EtherType and payload; no FCS), so a frame measures the
+ * same on either hook, tagged or not, with or without its R-TAG. */
+static __always_inline __u32 frame_sdu(const struct frame *f)
+{
+	__u32 head = f->l2_end + (f->rtag ? FRER_RTAG_LEN : 0);
+
+	return f->frame_len > head ? f->frame_len - head : 0;
+}
+
+/* One frame of `sdu` octets through flow meter `key` of map meters at time now (the precise
+ * clock: a coarse tick's worth of tokens can exceed the bucket, so the coarse clock would cap
+ * the rate). Adds the tokens the time since the last frame earned (a full bucket after fill_ns),
+ * then takes the frame's if there are enough: VERDICT_PASS (green) or VERDICT_DISCARD (red;
+ * also for a meter that is not there). A global function, so the verifier checks it once. */
+__attribute__((noinline)) int frer_meter(__u32 key, __u32 sdu, __u64 now)
+{
+	struct frer_meter *m = bpf_map_lookup_elem(&meters, &key);
+	__u64 cost = (__u64)sdu * 8000000000ull;
+	int v = VERDICT_DISCARD;
+
+	if (!m)
+		return VERDICT_DISCARD;
+	bpf_spin_lock(&m->lock);
+	/* `now` was read before the lock: another CPU may have stored a later one meanwhile */
+	__s64 elapsed = (__s64)(now - m->last_ns);
+	if (elapsed > 0) {
+		/* below fill_ns, elapsed * cir < cbs + cir: the sum stays within 64 bits */
+		__u64 filled = (__u64)elapsed >= m->fill_ns ? m->cbs : m->tokens + elapsed * m->cir;
+
+		m->tokens = filled < m->cbs ? filled : m->cbs;
+		m->last_ns = now;
+	}
+	if (m->tokens >= cost) {
+		m->tokens -= cost;
+		v = VERDICT_PASS;
+	}
+	bpf_spin_unlock(&m->lock);
+	return v;
+}
+
+/* A received frame of stream `stream` (entry st) on `port` through the stream's filter on that
+ * port, if it has one: VERDICT_DISCARD (counted) for a frame above max-sdu-size or red at the
+ * filter's flow meter, else VERDICT_PASS. */
+static __always_inline int frer_filter(const struct frer_settings *s, const struct frer_stream *st,
+				       __u32 stream, __u32 port, const struct frame *f)
+{
+	__u32 key = stream * s->port_stride + port, index, sdu;
+	struct frer_filter_stats *fs;
+	struct frer_filter *flt;
+	__u32 *slot;
+
+	if (!(st->flags & FRER_STREAM_FILTERED))
+		return VERDICT_PASS;
+	slot = bpf_map_lookup_elem(&filter_of, &key);
+	if (!slot || !*slot)
+		return VERDICT_PASS;
+	index = *slot - 1;
+	flt = bpf_map_lookup_elem(&filters, &index);
+	fs = bpf_map_lookup_elem(&filter_stats, &index);
+	if (!flt || !fs)
+		return VERDICT_DISCARD;
+	fs->matching++;
+	sdu = frame_sdu(f);
+	if (flt->max_sdu && sdu > flt->max_sdu) {
+		fs->not_passing_sdu++;
+		return VERDICT_DISCARD;
+	}
+	fs->passing_sdu++;
+	if (flt->meter) {
+		__u64 now = s->flags & FRER_SETTING_FIXED_CLOCK ? s->fixed_now_ns : bpf_ktime_get_ns();
+
+		if (frer_meter(flt->meter - 1, sdu, now) == VERDICT_DISCARD) {
+			fs->red++;
+			return VERDICT_DISCARD;
+		}
+	}
+	fs->passing++;
+	return VERDICT_PASS;
 }
 
 /* The frame's sequence number (has_seq: it has one) and the time, for the recovery functions

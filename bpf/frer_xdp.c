@@ -216,7 +216,7 @@ static __always_inline int plain_forward(const struct frer_settings *s, const st
 SEC("xdp")
 int frer_xdp(struct xdp_md *ctx)
 {
-	__u32 zero = 0, ifindex = ctx->ingress_ifindex, len = bpf_xdp_get_buff_len(ctx);
+	__u32 zero = 0, ifindex = ctx->ingress_ifindex, len = bpf_xdp_get_buff_len(ctx), copy;
 	struct frer_settings *s = bpf_map_lookup_elem(&settings, &zero);
 	int port_i = port_of(ifindex);
 	struct frame *f = bpf_map_lookup_elem(&scratch, &zero);
@@ -234,7 +234,13 @@ int frer_xdp(struct xdp_md *ctx)
 	if (!ps)
 		return XDP_PASS;
 	ps->frames++;
-	if (len < ETH_HLEN || bpf_xdp_load_bytes(ctx, 0, f->hdr, len > HDR_MAX ? HDR_MAX : len) < 0 ||
+	/* the bytes to copy, bounded on a register of its own (the verifier does not carry the
+	 * bound of a 32-bit copy of len across, and len is kept whole for frame_parse) */
+	copy = len;
+	barrier_var(copy);
+	if (copy > HDR_MAX)
+		copy = HDR_MAX;
+	if (copy < ETH_HLEN || bpf_xdp_load_bytes(ctx, 0, f->hdr, copy) < 0 ||
 	    frame_parse(f, len, 0, 0) != PARSE_OK) {
 		ps->malformed++;
 		return XDP_DROP;
@@ -251,6 +257,8 @@ int frer_xdp(struct xdp_md *ctx)
 	sp = sp_stats_of(stream, port);
 	if (sp)
 		sp->input++;
+	if (frer_filter(s, st, stream, port, f) == VERDICT_DISCARD)
+		return XDP_DROP;
 	if (frer_stream_in(s, st, stream, port, f, ps, &rc) == VERDICT_DISCARD)
 		return XDP_DROP;
 	if (st->flags & FRER_STREAM_ENCODE) {

@@ -256,3 +256,16 @@ def test_up_refuses_a_missing_namespace_and_a_bad_file(tmp_path):
     result = subprocess.run([*CLI, "dataplane", "up", "--config", str(CONFIGS / "sw1-replicate.yaml"),
                              "--netns", "frerlab-no-such-ns"], capture_output=True, text=True)
     assert result.returncode == 2 and "'frerlab-no-such-ns' does not exist" in result.stderr
+
+
+def test_a_policed_path_drops_its_excess_and_the_other_path_carries_the_stream():
+    # path a's copies through a 400 kbit/s meter (far below the stream's ~4 Mbit/s of SDUs): most
+    # are red; path b carries every frame, so the listener loses none, and the snapshot shows it
+    policing = {"stream_filter": [{"index": 1, "stream": [1], "port": ["pa"], "flow-meter": 1}],
+                "flow_meter": [{"index": 1, "committed-information-rate": 400_000, "committed-burst-size": 2000}]}
+    with relay_topology(policing) as (net, (_, sw2)):
+        stream = send_stream(net, "tal", "lis", 2000)
+        (f,) = control.snapshot(sw2)["filters"]
+    assert (stream["unique"], stream["duplicates"]) == (2000, 0), stream
+    assert f["matching_frames"] >= 2000 and f["red_frames"] > 0.8 * f["matching_frames"], f
+    assert f["passing_frames"] + f["red_frames"] == f["matching_frames"], f

@@ -150,12 +150,15 @@ def export_lan966x(cfg: NodeConfig, chip_ports: dict[str, int] | None = None, so
     if len(set(chip.values())) != len(chip):
         raise UsageError(f"two ports have the same chip port ({chip}); give each its own with --chip-port")
     for kind, entries in (("sequence-identification", cfg.sequence_identification),
-                          ("stream-split", cfg.stream_split), ("port-settings", cfg.port_settings)):
+                          ("stream-split", cfg.stream_split), ("port-settings", cfg.port_settings),
+                          ("stream-filter", cfg.stream_filter), ("flow-meter", cfg.flow_meter)):
         if entries:
+            psfp = "frerlab writes no PSFP (802.1Qci) commands for the switch yet: configure its policing by hand"
             why = {"sequence-identification": "streams are R-tagged by generation and untagged by the pop of "
                                               "the node that recovers them (the default encoding)",
                    "stream-split": "a LAN966x split sends one copy per port (iflow --dev1/--dev2)",
-                   "port-settings": "set a port's PVID with `bridge vlan add ... pvid` on the switch"}[kind]
+                   "port-settings": "set a port's PVID with `bridge vlan add ... pvid` on the switch",
+                   "stream-filter": psfp, "flow-meter": psfp}[kind]
             raise UsageError(f"{kind} is not exported to lan966x: {why}; remove it")
     plan = cfg.plan
     forwarding = {f.stream: list(f.output_port) for f in cfg.stream_forwarding}

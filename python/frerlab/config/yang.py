@@ -171,6 +171,9 @@ def export_yang(cfg: NodeConfig, notes: list[str] | None = None) -> dict[str, An
     if splits:
         frer["stream-split"] = list(splits.values())
 
+    if (cfg.stream_filter or cfg.flow_meter) and notes is not None:
+        notes.append("stream-filter, flow-meter: not exported (frerlab's YANG export has no 802.1Qci lists yet): "
+                     "a device loading this document runs the streams without their policing")
     node: dict[str, Any] = {"name": cfg.name}
     if cfg.netns:
         node["netns"] = cfg.netns

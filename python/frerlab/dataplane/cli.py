@@ -100,8 +100,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     grd.add_argument("--rogue-threshold", type=int, required=True,
                      help="rogue frames a function may count in a period without an alarm")
     grd.add_argument("--period", type=float, default=1.0, help="seconds per period (default 1)")
-    grd.add_argument("--reset", action="store_true", help="reset an alarmed function (frerSeqRcvyReset): its next "
-                                                          "frame sets its window again")
+    grd.add_argument("--reset", action="store_true", help="reset an alarmed function that passed nothing in the "
+                                                          "period (locked out; frerSeqRcvyReset): its next frame sets "
+                                                          "its window again")
     grd.add_argument("--duration", type=float, help="stop after this many seconds (default: until the data plane "
                                                     "goes down or Ctrl-C)")
     add_json(grd, "each function's findings at the end")
@@ -117,8 +118,9 @@ def _guard(args: argparse.Namespace) -> int:
     def on_alarm(finding: dict) -> None:
         port = f" on {finding['port']}" if finding["port"] else ""
         print(f"ROGUE data plane {args.name} stream {finding['stream']} {finding['function']} recovery{port}: "
-              f"{finding['rogue']} rogue frames in {finding['period_s']:g} s (threshold {finding['threshold']})"
-              + (", reset" if args.reset else ""), file=sys.stderr, flush=True)
+              f"{finding['rogue']} rogue frames and {finding['passed']} passed in {finding['period_s']:g} s "
+              f"(threshold {finding['threshold']})" + (": locked out" if finding["passed"] == 0 else "")
+              + (", reset" if args.reset and finding["passed"] == 0 else ""), file=sys.stderr, flush=True)
 
     stopped = []  # SIGTERM ends the guard after its period, its findings printed
     signal.signal(signal.SIGTERM, lambda *_: stopped.append(True))
@@ -128,8 +130,9 @@ def _guard(args: argparse.Namespace) -> int:
     findings = control.guard(args.name, args.rogue_threshold, on_alarm, args.period, args.reset,
                              stop=lambda: bool(stopped) or (deadline is not None and time.monotonic() >= deadline))
     emit(args, findings, "\n".join(
-        f"stream {f['stream']} {f['function']} recovery{' on ' + f['port'] if f['port'] else ''}: {f['alarms']} alarms, "
-        f"at most {f['most_rogue']} rogue frames in a period, {f['resets']} resets" for f in findings))
+        f"stream {f['stream']} {f['function']} recovery{' on ' + f['port'] if f['port'] else ''}: {f['alarms']} alarms "
+        f"({f['locked_out']} locked out), at most {f['most_rogue']} rogue frames in a period, {f['resets']} resets"
+        for f in findings))
     return EXIT_VERDICT if any(f["alarms"] for f in findings) else 0
 
 

@@ -60,6 +60,23 @@ class OutputPlan:
     pcp: int = 0
 
 
+@dataclass(frozen=True)
+class FilterPlan:
+    """One stream filter (802.1Qci): its index, streams (handles) and ports (none: every
+    port), max-sdu-size (0: any) and its flow meter's index and entry of `meters` (None: none)."""
+
+    index: int
+    handles: tuple[int, ...]
+    ports: tuple[str, ...]
+    max_sdu: int = 0
+    meter_index: int | None = None
+    meter: int | None = None
+
+    def pack(self) -> bytes:
+        """struct frer_filter."""
+        return layout.filter_entry(self.max_sdu, self.meter)
+
+
 @dataclass
 class NodePlan:
     """What `compile_node` makes of a configuration: map entries in the node's indices."""
@@ -78,6 +95,9 @@ class NodePlan:
     egress_ports: list[str] = field(default_factory=list)
     bridge_mask: int = 0
     pvids: list[int] = field(default_factory=list)  # port index -> PVID
+    filters: list[FilterPlan] = field(default_factory=list)  # the `filters` entries, by index
+    meters: list[tuple[int, layout.Meter]] = field(default_factory=list)  # (index, meter), `meters` entries
+    filter_of: dict[tuple[int, int], int] = field(default_factory=dict)  # (stream, port) -> entry of `filters`
 
 
 def compile_node(cfg: NodeConfig) -> NodePlan:
@@ -101,7 +121,8 @@ def compile_node(cfg: NodeConfig) -> NodePlan:
 
     for kind, entries in (("stream-identity", cfg.stream_identity),
                           ("sequence-generation", cfg.sequence_generation),
-                          ("sequence-recovery", cfg.sequence_recovery)):
+                          ("sequence-recovery", cfg.sequence_recovery),
+                          ("stream-filter", cfg.stream_filter), ("flow-meter", cfg.flow_meter)):
         indices = [e.index for e in entries]
         if len(set(indices)) != len(indices):
             raise ValueError(f"{kind}: index values must be unique, got {indices}")
@@ -192,6 +213,7 @@ def compile_node(cfg: NodeConfig) -> NodePlan:
         raise ValueError(f"{len(plan.recoveries)} recovery functions is out of range "
                          f"(0..={layout.MAX_RCVY}, layout.MAX_RCVY)")
 
+    _filters(cfg, plan, flags, stream_index, port_index)
     encode = _encoding(cfg, flags, plan.recovery_ports, stream_index)
     splits = _splits(cfg, stream_index)
     # a copy that rewrites nothing is the same (frozen) value for every stream sent to that port
@@ -273,6 +295,45 @@ def _place_identities(plan: NodePlan) -> None:
                          "share (the fields they compare, their tagged rule, whether their vlan is 0, their "
                          "ports) are hashed, the others scanned; give fewer identities other "
                          "shapes")
+
+
+def _filters(cfg: NodeConfig, plan: NodePlan, flags: list[int], stream_index, port_index) -> None:
+    """The stream filters and flow meters (plan.filters, meters, filter_of; STREAM_FILTERED on
+    the streams filtered somewhere), each in the order of its index. A filter applies to
+    received frames, so each of its ports must be one where its streams are identified on
+    receipt; of the filters of a stream on a port, the one of the lowest index is taken (the
+    stream-filter-instance-table's order). ValueError naming the entry otherwise."""
+    meters = sorted(cfg.flow_meter, key=lambda m: m.index)
+    meter_of = {m.index: entry for entry, m in enumerate(meters)}
+    plan.meters = [(m.index, layout.Meter(m.committed_information_rate, m.committed_burst_size, m.drop_on_yellow))
+                   for m in meters]
+    received: dict[int, int] = {}  # stream -> mask of the ports where it is identified on receipt
+    for ident in plan.identities:
+        if ident.direction == layout.DIR_INGRESS:
+            received[ident.stream] = received.get(ident.stream, 0) | ident.port_mask
+    for entry, flt in enumerate(sorted(cfg.stream_filter, key=lambda f: f.index)):
+        where = f"stream-filter {flt.index}"
+        if flt.flow_meter is not None and flt.flow_meter not in meter_of:
+            known = ", ".join(str(m.index) for m in meters) or "none"
+            raise ValueError(f"{where}: flow-meter {flt.flow_meter} is not the index of a flow-meter entry "
+                             f"(flow-meter indices: {known})")
+        ports = [port_index(p, where) for p in flt.port]
+        for handle in flt.stream:
+            stream = stream_index(handle, where)
+            mask = received.get(stream, 0)
+            on = ports or [p for p in range(len(plan.ports)) if mask >> p & 1]
+            if not mask:
+                raise ValueError(f"{where}: stream {handle} is identified on no received frames (a stream filter "
+                                 "sees frames received on a port: give the stream an out-facing input-port)")
+            for p in on:
+                if not mask >> p & 1:
+                    where_known = ", ".join(n for i, n in enumerate(plan.ports) if mask >> i & 1)
+                    raise ValueError(f"{where}: stream {handle} is not identified on frames received on port "
+                                     f"{plan.ports[p]} (it is on {where_known}), so the filter would never see it there")
+                plan.filter_of.setdefault((stream, p), entry)
+            flags[stream] |= layout.STREAM_FILTERED
+        plan.filters.append(FilterPlan(flt.index, tuple(flt.stream), tuple(flt.port), flt.max_sdu_size,
+                                       flt.flow_meter, meter_of.get(flt.flow_meter)))
 
 
 def _check_in_facing_output(cfg: NodeConfig, ident: StreamIdentity) -> None:

@@ -17,6 +17,14 @@ error names the field path and what would be valid. Example (the seeds' SW1, rep
          ip-stream-identification: {ip-destination: 198.18.0.2, next-protocol: udp}}
     sequence-generation: [{index: 1, stream: [1]}]
     stream-forwarding: [{stream: 1, output-port: [pa, pb]}]
+
+Per-stream filtering and policing (802.1Qci) before the FRER functions, per member path: the
+`stream-filter` and `flow-meter` lists (names after ieee802-dot1q-psfp), e.g. on a listener
+
+    stream-filter: [{index: 1, stream: [1], port: [pa], max-sdu-size: 1500, flow-meter: 1},
+                    {index: 2, stream: [1], port: [pb], max-sdu-size: 1500, flow-meter: 2}]
+    flow-meter: [{index: 1, committed-information-rate: 20000000, committed-burst-size: 6000},
+                 {index: 2, committed-information-rate: 20000000, committed-burst-size: 6000}]
 """
 
 from __future__ import annotations
@@ -419,6 +427,34 @@ class StreamForwarding(_Model):
         min_length=1, max_length=layout.MAX_OUTPUTS)
 
 
+class StreamFilter(_Model):
+    """stream-filter[index] (802.1Qci 8.6.5.1, 8.6.5.3.1; ieee802-dot1q-psfp's
+    stream-filter-instance-table, whose stream-filter-instance-id orders it): the frames of
+    `stream` received on `port` (frerlab: none = every port; one entry per member path to
+    police each path) are dropped when their SDU is above `max-sdu-size` octets (0 or none:
+    any) or red at `flow-meter`, before the node's FRER functions. Of the filters matching a
+    frame, the one of the lowest index applies."""
+
+    index: int = Field(ge=0, lt=2**32)
+    stream: Handles = Field(min_length=1, max_length=MAX_ENTRIES)
+    port: Ports = Field(default_factory=list, max_length=layout.MAX_PORTS)
+    max_sdu_size: int = Field(0, ge=0, lt=2**32, description="octets after the MACs, VLAN tags and R-TAG; 0 = any")
+    flow_meter: int | None = Field(None, ge=0, lt=2**32, description="the index of a flow-meter entry")
+
+
+class FlowMeter(_Model):
+    """flow-meter[index] (802.1Qci 8.6.5.3; ieee802-dot1q-psfp's flow-meter-instance-table):
+    a single-rate token bucket, MEF 10.3 with no excess rate and colour-blind: a frame whose
+    SDU fits the tokens is green and passes, any other is red and dropped. The bucket holds
+    `committed-burst-size` octets and fills at `committed-information-rate` bit/s; with no
+    excess rate no frame is yellow, so `drop-on-yellow` changes nothing (kept for the model)."""
+
+    index: int = Field(ge=0, lt=2**32)
+    committed_information_rate: int = Field(ge=0, le=layout.MAX_CIR, description="bit/s")
+    committed_burst_size: int = Field(ge=1, le=layout.MAX_CBS, description="octets")
+    drop_on_yellow: bool = False
+
+
 class NodeConfig(_Model):
     """A whole data plane configuration file."""
 
@@ -436,6 +472,8 @@ class NodeConfig(_Model):
     sequence_identification: list[SequenceIdentification] = Field(default_factory=list, max_length=MAX_ENTRIES)
     stream_split: list[StreamSplit] = Field(default_factory=list, max_length=MAX_ENTRIES)
     stream_forwarding: list[StreamForwarding] = Field(default_factory=list, max_length=MAX_ENTRIES)
+    stream_filter: list[StreamFilter] = Field(default_factory=list, max_length=layout.MAX_FILTERS)
+    flow_meter: list[FlowMeter] = Field(default_factory=list, max_length=layout.MAX_METERS)
 
     _plan: NodePlan | None = PrivateAttr(None)
 

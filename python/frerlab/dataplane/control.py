@@ -28,7 +28,7 @@ from pydantic import Field
 from frerlab.dataplane import hooks, interfaces, layout
 from frerlab.dataplane.compiler import NodePlan, RecoveryPlan
 from frerlab.dataplane.config import NodeConfig, parse_config
-from frerlab.dataplane.node import OBJECT, XDP_OBJECT, CounterTables, Node, pin_path
+from frerlab.dataplane.node import OBJECT, XDP_OBJECT, CounterTables, Node, filter_records, pin_path
 from frerlab import bpfsys, processes
 from frerlab.errors import UsageError
 from frerlab.frer import LatentErrorDetector
@@ -317,7 +317,8 @@ def snapshot(name: str) -> dict:
     finally:
         node.release()
     return {"name": name, "netns": state["netns"], "time": time.time(), "cpus": bpfsys.possible_cpus(),
-            "streams": streams, "ports": ports, "latent": read_latent(name)}
+            "streams": streams, "ports": ports, "filters": filter_records(plan, tables.filter_counters),
+            "latent": read_latent(name)}
 
 
 def read_latent(name: str) -> dict | None:
@@ -366,14 +367,17 @@ MAX_GUARD_PERIOD_S = 60.0
 def guard(name: str, threshold: int, on_alarm, period_s: float = 1.0, reset: bool = False,
           stop=lambda: False) -> list[dict]:
     """A rogue-rate alarm over every recovery function of running data plane `name` (frerlab's
-    defence, docs/security.md): every `period_s` it reads each function's rogue counter
-    (frerCpsSeqRcvyRoguePackets, 802.1CB clause 10); a function that counted more than `threshold`
-    rogue frames in the period raises an alarm (`on_alarm(finding)`) and, with `reset`, is given
-    a management reset (frerSeqRcvyReset, 10.4.1.4) so that its next frame sets its window
-    again: a window a forged frame dragged away (sequence numbers far ahead right after a reset,
-    which make every genuine frame rogue until the reset timeout) is given back to the stream
-    within a period. Runs until `stop()` is true or the data plane goes down; returns one
-    finding per function (alarms, the most rogue frames in a period, the resets it asked for)."""
+    defence, docs/security.md): every `period_s` it reads each function's rogue and passed
+    counters (frerCpsSeqRcvyRoguePackets, -PassedPackets, 802.1CB clause 10); a function that
+    counted more than `threshold` rogue frames in the period raises an alarm (`on_alarm(finding)`).
+    If it also passed nothing in that period the stream is locked out (a forged frame right
+    after a reset dragged the window away, and every genuine frame is rogue until the reset
+    timeout), and with `reset` the function is given a management reset (frerSeqRcvyReset,
+    10.4.1.4) so that its next frame sets its window again. A function that still passes frames
+    is not reset: the rogue frames are then an attacker's (a babbling path) beside a working
+    stream, and a reset would let the attacker's next frame take the window. Runs until `stop()`
+    is true or the data plane goes down; returns one finding per function (alarms, those locked
+    out, the most rogue frames in a period, the resets it asked for)."""
     if not 0 < period_s <= MAX_GUARD_PERIOD_S:
         raise UsageError(f"period {period_s} s is out of range (0 < seconds <= {MAX_GUARD_PERIOD_S:g})")
     if not 0 <= threshold < 2**63:
@@ -383,22 +387,31 @@ def guard(name: str, threshold: int, on_alarm, period_s: float = 1.0, reset: boo
         if not plan.recoveries:
             raise UsageError(f"data plane {name!r} has no recovery function to guard")
         findings = [{"stream": r.handle, "function": r.function, "port": r.port_label, "threshold": threshold,
-                     "period_s": period_s, "alarms": 0, "most_rogue": 0, "resets": 0} for r in plan.recoveries]
-        last = [node.recovery_counters(r.stream, r.instance)["rogue_packets"] for r in plan.recoveries]
+                     "period_s": period_s, "alarms": 0, "locked_out": 0, "most_rogue": 0, "resets": 0}
+                    for r in plan.recoveries]
+
+        def counts(r: RecoveryPlan) -> tuple[int, int]:
+            c = node.recovery_counters(r.stream, r.instance)
+            return c["rogue_packets"], c["passed_packets"]
+
+        last = [counts(r) for r in plan.recoveries]
         start = time.monotonic()
         while not stop() and state_path(name).exists():
             time.sleep(period_s)
             for i, r in enumerate(plan.recoveries):
-                rogue = node.recovery_counters(r.stream, r.instance)["rogue_packets"]
-                counted, last[i] = rogue - last[i], rogue
+                now = counts(r)
+                rogue, passed = now[0] - last[i][0], now[1] - last[i][1]
+                last[i] = now
                 finding = findings[i]
-                finding["most_rogue"] = max(finding["most_rogue"], counted)
-                if counted > threshold:
+                finding["most_rogue"] = max(finding["most_rogue"], rogue)
+                if rogue > threshold:
                     finding["alarms"] += 1
-                    if reset:
+                    locked_out = passed == 0
+                    finding["locked_out"] += locked_out
+                    if reset and locked_out:
                         _request_reset(node, r)
                         finding["resets"] += 1
-                    on_alarm({**finding, "rogue": counted, "at_s": round(time.monotonic() - start, 3)})
+                    on_alarm({**finding, "rogue": rogue, "passed": passed, "at_s": round(time.monotonic() - start, 3)})
     finally:
         node.release()
     return findings

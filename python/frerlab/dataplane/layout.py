@@ -22,6 +22,11 @@ RCVY = struct.Struct("<IBBHQQHBBHHIIQQQ8Q16Q")
 SEQGEN = struct.Struct("<IIQQ")
 PORT_STATS = struct.Struct("<10Q")
 STREAM_PORT_STATS = struct.Struct("<4Q")
+#: struct frer_filter, struct frer_meter (lock, flags, cir, cbs, fill_ns, tokens, last_ns) and
+#: struct frer_filter_stats (per CPU).
+FILTER = struct.Struct("<II")
+METER = struct.Struct("<IIQQQQQ")
+FILTER_STATS = struct.Struct("<5Q")
 U32 = struct.Struct("<I")
 #: struct bpf_devmap_val (linux/bpf.h), a value of frer_xdp.c's device maps of copies: the
 #: port's ifindex and the program run on each copy sent there (fd; 0 for none).
@@ -31,12 +36,21 @@ PORT_COUNTERS = ("frames", "malformed", "seq_enc_errored", "rcvy_passed", "rcvy_
                  "bridged", "to_stack", "tx_errors", "reinjected", "gso_refused")
 #: struct frer_stream_port_stats, in order.
 STREAM_PORT_COUNTERS = ("input", "output", "seq_enc_errored", "input_sent")
+#: struct frer_filter_stats, in order (ieee802-dot1q-psfp's matching-frames-count, ...).
+FILTER_COUNTERS = ("matching_frames", "passing_frames", "passing_sdu", "not_passing_sdu", "red_frames")
 
 #: Limits of bpf/frer_common.h (FRER_MAX_*): MAX_IDENTITIES counts the scanned identities,
 #: MAX_HASHED the entries of identity_hash, MAX_RCVY the recovery functions of a node (and the
 #: entries of `rcvy` a node of many streams gets, frerlab.dataplane.node.map_shapes).
 MAX_PORTS, MAX_OUTPUTS, RCVY_PER_STREAM, MAX_STREAMS, MAX_IDENTITIES = 16, 8, 17, 65536, 32
 MAX_HASHED, MAX_SHAPES, MAX_RCVY, MAX_COPY_SETS = 65536, 4, 65536, 256
+#: Stream filters and flow meters of a node (FRER_MAX_FILTERS, FRER_MAX_METERS).
+MAX_FILTERS, MAX_METERS = 1024, 1024
+#: Bounds of a flow meter that keep its tokens (1e-9 bit each) within 63 bits: the bucket
+#: (committed-burst-size * 8e9) plus a rate's worth (struct frer_meter).
+MAX_CBS, MAX_CIR = 1_000_000_000, 1_000_000_000_000
+#: Tokens of one octet, and fill_ns of a meter of rate 0 (never fills).
+TOKENS_PER_OCTET, NEVER_NS = 8_000_000_000, 2**63 - 1
 #: Slots of the array port_of_ifindex, each a struct frer_port_slot (ifindex, port index).
 PORT_SLOTS, PORT_SLOT = 64, struct.Struct("<II")
 #: Identity positions are __u16: at most this many identities in a node's order.
@@ -52,7 +66,8 @@ VLAN_ALL = VLAN_MODES["all"]
 DEFAULT_PVID = 1
 OUT_SET_DMAC, OUT_SET_VID, OUT_LOCAL, OUT_SET_PCP = 0x1, 0x2, 0x4, 0x8
 STREAM_GENERATE, STREAM_RECOVER, STREAM_INDIVIDUAL, STREAM_ENCODE, STREAM_PER_COPY = 0x1, 0x2, 0x4, 0x8, 0x10
-STREAM_COARSE_CLOCK = 0x20
+STREAM_COARSE_CLOCK, STREAM_FILTERED = 0x20, 0x40
+METER_DROP_ON_YELLOW = 0x1
 ALGORITHMS = {"vector": 0, "match": 1}
 RCVY_ENABLED, RCVY_TAKE_NO_SEQUENCE, RCVY_INDIVIDUAL = 0x1, 0x2, 0x4
 #: tc verdicts (linux/pkt_cls.h).
@@ -61,7 +76,7 @@ TC_ACT_OK, TC_ACT_SHOT, TC_ACT_REDIRECT = 0, 2, 7
 XDP_DROP, XDP_PASS, XDP_REDIRECT = 1, 2, 4
 
 for _s, _size in ((SETTINGS, 128), (IDENTITY, 64), (SHAPE, 8), (ID_KEY, 56), (ID_HIT, 4), (OUTPUT, 16), (RCVY, 256), (SEQGEN, 24),
-                  (PORT_STATS, 80), (STREAM_PORT_STATS, 32)):
+                  (PORT_STATS, 80), (STREAM_PORT_STATS, 32), (FILTER, 8), (METER, 48), (FILTER_STATS, 40)):
     assert _s.size == _size, f"{_s.format} packs {_s.size} bytes, frer_common.h says {_size}"
 #: struct frer_stream: the head and MAX_OUTPUTS outputs.
 STREAM_SIZE = STREAM_HEAD.size + MAX_OUTPUTS * OUTPUT.size
@@ -226,3 +241,35 @@ def rcvy_reset(value: bytes) -> bytes:
     fields[_RCVY_HISTORY] = [0] * 16
     fields[_RCVY_RESETS] += 1
     return RCVY.pack(*fields)
+
+
+@dataclass(frozen=True)
+class Meter:
+    """A flow meter's configuration (802.1Qci 8.6.5.3, EIR 0): committed-information-rate in
+    bit/s, committed-burst-size in octets, drop-on-yellow (kept; no frame is yellow without an
+    excess rate)."""
+
+    cir: int
+    cbs: int
+    drop_on_yellow: bool = False
+
+    def pack(self) -> bytes:
+        """struct frer_meter with a full bucket; ValueError outside MAX_CIR / MAX_CBS."""
+        if not 0 <= self.cir <= MAX_CIR:
+            raise ValueError(f"committed-information-rate {self.cir} is out of range (0..={MAX_CIR} bit/s)")
+        if not 0 <= self.cbs <= MAX_CBS:
+            raise ValueError(f"committed-burst-size {self.cbs} is out of range (0..={MAX_CBS} octets)")
+        bucket = self.cbs * TOKENS_PER_OCTET
+        fill_ns = -(-bucket // self.cir) if self.cir else NEVER_NS
+        return METER.pack(0, METER_DROP_ON_YELLOW if self.drop_on_yellow else 0, self.cir, bucket, fill_ns,
+                          bucket, 0)
+
+
+def meter_tokens(value: bytes) -> float:
+    """The octets' worth of tokens in a struct frer_meter's bucket now."""
+    return METER.unpack(value)[5] / TOKENS_PER_OCTET
+
+
+def filter_entry(max_sdu: int, meter: int | None) -> bytes:
+    """struct frer_filter: max-sdu-size (0 = any) and its flow meter's entry of `meters`."""
+    return FILTER.pack(max_sdu, 0 if meter is None else meter + 1)

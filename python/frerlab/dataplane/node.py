@@ -49,6 +49,9 @@ MAP_SIZES = {  # map name: (key size, value size), as in bpf/frer_common.h
     "rcvy": (4, layout.RCVY.size),
     "rcvy_reset_requests": (4, 4),
     "seqgen": (4, layout.SEQGEN.size),
+    "filter_of": (4, 4),
+    "filters": (4, layout.FILTER.size),
+    "meters": (4, layout.METER.size),
 }
 #: A node has room for at least this many streams (their arrays take about 4.5 MiB, mostly
 #: recovery entries), so a few streams added later still fit.
@@ -62,7 +65,8 @@ COARSE_TIMEOUT_TICKS = 250
 #: bpf_ktime_get_coarse_ns.
 CLOCK_MONOTONIC_COARSE = 6
 #: Per-CPU counter maps: name -> layout of one CPU's value.
-PERCPU_MAPS = {"port_stats": layout.PORT_STATS, "stream_port_stats": layout.STREAM_PORT_STATS}
+PERCPU_MAPS = {"port_stats": layout.PORT_STATS, "stream_port_stats": layout.STREAM_PORT_STATS,
+               "filter_stats": layout.FILTER_STATS}
 
 
 def map_shapes(streams: int, ports: int = layout.MAX_PORTS) -> dict[str, tuple[str, int]]:
@@ -70,14 +74,14 @@ def map_shapes(streams: int, ports: int = layout.MAX_PORTS) -> dict[str, tuple[s
     loader (name -> (type, max_entries)): room for max(streams, ARRAY_STREAMS) streams, each
     with every recovery instance it can have (layout.RCVY_PER_STREAM) while that stays within
     layout.MAX_RCVY entries, else one each on average (the node's streams share them,
-    rcvy_bases); stream_port_stats has one entry per stream and port."""
+    rcvy_bases); stream_port_stats and filter_of have one entry per stream and port."""
     if not 1 <= streams <= layout.MAX_STREAMS:
         raise ValueError(f"streams {streams} is out of range (1..={layout.MAX_STREAMS})")
     room = max(streams, ARRAY_STREAMS)
     rcvy = min(room * layout.RCVY_PER_STREAM, max(room, layout.MAX_RCVY))
     return {"streams": ("array", room), "seqgen": ("array", room),
             "rcvy": ("array", rcvy), "rcvy_reset_requests": ("array", rcvy),
-            "stream_port_stats": ("percpu_array", room * ports)}
+            "stream_port_stats": ("percpu_array", room * ports), "filter_of": ("array", room * ports)}
 
 
 @functools.cache
@@ -138,6 +142,7 @@ class CounterTables:
         self.seqgen = node.maps["seqgen"].lookup_batch()[1]
         self.rcvy = node.maps["rcvy"].lookup_batch(bpfsys.BPF_F_LOCK)[1]
         self.stream_ports = node.maps["stream_port_stats"].lookup_batch()[1]
+        self.filter_stats = node.maps["filter_stats"].lookup_batch()[1]
 
     def generation_counters(self, stream: int) -> dict[str, int]:
         _, _, generated, resets = layout.SEQGEN.unpack_from(self.seqgen, stream * layout.SEQGEN.size)
@@ -152,6 +157,44 @@ class CounterTables:
         start = (stream * self.n_ports + port) * size
         return dict(zip(layout.STREAM_PORT_COUNTERS,
                         cpu_sum(layout.STREAM_PORT_STATS, self.stream_ports[start:start + size])))
+
+
+    def filter_counters(self, entry: int) -> dict[str, int]:
+        size = layout.FILTER_STATS.size * self.cpus
+        return dict(zip(layout.FILTER_COUNTERS,
+                        cpu_sum(layout.FILTER_STATS, self.filter_stats[entry * size:(entry + 1) * size])))
+
+
+def filter_records(plan: NodePlan, counters) -> list[dict]:
+    """Each stream filter of `plan` as a plain record for a snapshot: its index, streams,
+    ports (None: every port), max-sdu-size, flow meter (its index and configuration) and the
+    counters `counters(entry)` gives for its entry of `filters` (Node.filter_counters, or
+    CounterTables.filter_counters for many at once)."""
+    meters = dict(plan.meters)
+    records = []
+    for entry, f in enumerate(plan.filters):
+        meter = meters.get(f.meter_index)
+        records.append({"filter": f.index, "streams": list(f.handles), "ports": list(f.ports) or None,
+                        "max_sdu_size": f.max_sdu, "flow_meter": f.meter_index,
+                        "committed_information_rate": meter.cir if meter else None,
+                        "committed_burst_size": meter.cbs if meter else None, **counters(entry)})
+    return records
+
+
+def write_filters(maps: dict[str, bpfsys.Map], plan: NodePlan) -> None:
+    """The stream filters and flow meters of a compiled configuration into `filters`, `meters`
+    (buckets full) and `filter_of` (every entry: a filter of an earlier configuration goes),
+    their counters from zero. The STREAM_FILTERED flags are in the plan's streams."""
+    stride = len(plan.ports)
+    of = maps["filter_of"]
+    slots = [0] * of.max_entries
+    for (stream, port), entry in plan.filter_of.items():
+        slots[stream * stride + port] = entry + 1
+    of.update_batch(keys(range(of.max_entries)), struct.pack(f"<{of.max_entries}I", *slots))
+    maps["filters"].update_batch(keys(range(len(plan.filters))), b"".join(f.pack() for f in plan.filters))
+    maps["meters"].update_batch(keys(range(len(plan.meters))), b"".join(m.pack() for _, m in plan.meters))
+    stats = maps["filter_stats"]
+    stats.update_batch(keys(range(stats.max_entries)), bytes(stats.value_size * stats.max_entries))
 
 
 def write_port(maps: dict[str, bpfsys.Map], ifindex: int, port: int) -> None:
@@ -342,6 +385,7 @@ class Node:
             with entered(self.netns):
                 for ifindex in bridge:
                     self.maps["xdp_bridge"].update(layout.key(ifindex), layout.key(ifindex))
+        write_filters(self.maps, plan)
         write_identities(self.maps, plan)
         self.n_identities = len(plan.scanned)
         self.maps["settings"].update(layout.key(0), layout.settings(self.n_identities, plan.bridge_mask,
@@ -461,6 +505,11 @@ class Node:
         """The counters of a stream on a port, summed over CPUs (layout.STREAM_PORT_COUNTERS)."""
         return dict(zip(layout.STREAM_PORT_COUNTERS,
                         percpu_sum(self.maps, "stream_port_stats", stream * len(self.ports) + port)))
+
+    def filter_counters(self, entry: int) -> dict[str, int]:
+        """The counters of entry `entry` of `filters` (a plan's filters in order), summed over
+        CPUs (layout.FILTER_COUNTERS)."""
+        return dict(zip(layout.FILTER_COUNTERS, percpu_sum(self.maps, "filter_stats", entry)))
 
     def generation_counters(self, stream: int) -> dict[str, int]:
         """Frames numbered by the stream's sequence generation, and its resets."""

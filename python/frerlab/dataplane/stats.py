@@ -8,6 +8,9 @@ the ports feeding an individual one, comma-separated; none for one that takes ev
 the stream), function (sequence or individual recovery), and for the per port and stream
 counters direction: where the stream identification function sits (802.1CB 9.1.1; received
 frames are identified out-facing, frames the host sends in-facing).
+The stream filters (802.1Qci), where a snapshot has them (`filters`, node.filter_records), are
+counted under the ieee802-dot1q-psfp leaf names (psfpMatchingFramesCount ->
+psfp_matching_frames_count_total), labelled by filter (its index).
 """
 
 from __future__ import annotations
@@ -44,6 +47,15 @@ STREAM_PORT_NAMES = {
     "seq_enc_errored": ("frerCpsSeqEncErroredPackets", "out-facing"),
 }
 
+#: Stream filter counters (layout.FILTER_COUNTERS) -> ieee802-dot1q-psfp's leaves, camel-cased.
+FILTER_NAMES = {
+    "matching_frames": "psfpMatchingFramesCount",
+    "passing_frames": "psfpPassingFramesCount",
+    "passing_sdu": "psfpPassingSduCount",
+    "not_passing_sdu": "psfpNotPassingSduCount",
+    "red_frames": "psfpRedFramesCount",
+}
+
 
 def metric_name(standard: str) -> str:
     """frerCpsSeqRcvyPassedPackets -> frer_cps_seq_rcvy_passed_packets_total."""
@@ -76,11 +88,15 @@ def prometheus(snap: dict) -> str:
     for p in snap["ports"]:
         for key, standard in PORT_NAMES.items():
             add(standard, p[key], port=p["port"])
+    for f in snap.get("filters") or []:
+        for key, standard in FILTER_NAMES.items():
+            add(standard, f[key], filter=f["filter"])
     lines = []
     for standard, rows in samples.items():
         name = metric_name(standard)
-        lines += [f"# HELP {name} {standard} (IEEE 802.1CB clause 10)" if standard.startswith(("frerCp", "tsnCp"))
-                  else f"# HELP {name} {standard} (frerlab)", f"# TYPE {name} counter", *rows]
+        source = ("IEEE 802.1CB clause 10" if standard.startswith(("frerCp", "tsnCp"))
+                  else "IEEE 802.1Q 8.6.5, ieee802-dot1q-psfp" if standard.startswith("psfp") else "frerlab")
+        lines += [f"# HELP {name} {standard} ({source})", f"# TYPE {name} counter", *rows]
     individual = [(st["handle"], r) for st in snap["streams"] for r in st["recovery"]
                   if r["function"] == "individual"]
     if individual:
@@ -130,6 +146,13 @@ def table(snap: dict) -> str:
             sent = f" (+{p['input_sent']} sent by this host)" if p["input_sent"] else ""
             out.append(f"  port {p['port']}: in {p['input']}{sent}, out {p['output']}, "
                        f"seq-enc-errored {p['seq_enc_errored']}")
+    for f in snap.get("filters") or []:
+        on = f" on {','.join(f['ports'])}" if f["ports"] else ""
+        sdu = f", max-sdu-size {f['max_sdu_size']}" if f["max_sdu_size"] else ""
+        meter = (f", flow-meter {f['flow_meter']} ({f['committed_information_rate']} bit/s, burst "
+                 f"{f['committed_burst_size']} octets)" if f["flow_meter"] is not None else "")
+        out.append(f"stream-filter {f['filter']} (stream {','.join(map(str, f['streams']))}{on}{sdu}{meter}): "
+                   + ", ".join(f"{k.replace('_', '-')} {f[k]}" for k in FILTER_NAMES))
     for f in latent:
         state = "ERROR" if f["active"] else "ok"
         out.append(f"latent error detection, stream {f['stream']}: {state} ({f['alarms']} alarms, "
