@@ -1,9 +1,10 @@
 """Defences against the attacks of frerlab.attack, measured on a real testbed (vector recovery,
 the short reset timeout of tests/test_attack.py): the rogue-rate guard (`frerlab dataplane guard`,
-control.guard) raises no alarm for rogue frames an attacker sends beyond the window, and with
---reset bounds the lock-out a forged frame right after a reset causes to about the guard's
-period, where without it every genuine frame is rogue until a reset timeout after the
-attacker's last frame."""
+control.guard) raises no alarm for rogue frames an attacker sends beyond the window, resets no
+function that still passes frames beside a babbler (which a reset would hand the window), and
+with --reset bounds the lock-out a forged frame right after a reset causes to a few of the
+guard's periods, where without it every genuine frame is rogue until a reset timeout after the
+attacker's last frame; the suite tables each attack without and with the guard."""
 
 from __future__ import annotations
 
@@ -55,16 +56,25 @@ def test_the_guard_stays_silent_for_rogue_frames_beyond_the_window(tb, tmp_path)
 
 
 @needs_bpf
+def test_the_guard_does_not_reset_a_stream_that_still_passes_frames_beside_a_babbler(tb, tmp_path):
+    r, findings = attack_under_guard(tb, tmp_path, "babble", reset=True)
+    (finding,) = findings
+    assert finding["alarms"] >= 1 and finding["locked_out"] == finding["resets"] == 0, findings
+    assert (r["listener"]["lost"], r["listener"]["duplicates"]) == (0, 0), run.summary(r)
+
+
+@needs_bpf
 def test_the_guard_with_reset_bounds_the_lock_out_after_a_reset_to_its_period(tb, tmp_path):
     bare, _ = attack_under_guard(tb, tmp_path / "bare", "inject-after-reset", reset=False)
     guarded, findings = attack_under_guard(tb, tmp_path / "guarded", "inject-after-reset", reset=True)
     locked = bare["listener"]["lost_to_attack"]
     assert locked >= STREAM.rate_fps * RESET_TIMEOUT_MS / 1000, run.summary(bare)  # at least a reset timeout
     (finding,) = findings
-    assert finding["alarms"] >= 1 and finding["resets"] == finding["alarms"], findings
-    # locked out for at most the period the alarm is raised in and the next (detection), then the
-    # reset's next frame, a genuine one, sets the window again
-    bound = 2 * PERIOD_S * STREAM.rate_fps + 20
+    assert finding["resets"] >= 1 and finding["resets"] == finding["locked_out"] <= finding["alarms"], findings
+    # locked out for at most the period the window is taken in (frames still passed: no reset),
+    # the next one (nothing passed: reset) and the poll's lateness; then the reset's next frame,
+    # a genuine one, sets the window again
+    bound = 3 * PERIOD_S * STREAM.rate_fps + 20
     assert guarded["listener"]["lost_to_attack"] <= bound < locked / 2, (run.summary(guarded), locked)
     # only the forged frame that took the window is delivered: after the reset the window is the
     # stream's again and the later forged frames, far ahead of it, are rogue
@@ -76,3 +86,26 @@ def test_the_guard_s_bad_input_is_one_clear_error(capsys):
     assert "no data plane named 'nosuch' is up" in capsys.readouterr().err
     assert main(["dataplane", "guard", "--name", "x", "--rogue-threshold", "5", "--duration", "0"]) == 2
     assert "--duration 0.0 is out of range" in capsys.readouterr().err
+
+
+@needs_bpf
+def test_the_suite_tables_each_attack_without_and_with_the_guard(tmp_path, capsys):
+    out = tmp_path / "suite"
+    assert main(["attack", "suite", "--attacks", "inject-ahead,inject-after-reset", "--algorithms", "vector",
+                 "--reset-timeout", str(RESET_TIMEOUT_MS), "--guard", f"{THRESHOLD},{PERIOD_S}", "--duration", "3",
+                 "-o", str(out), "--json"]) == 0
+    table = json.loads(capsys.readouterr().out)
+    groups = {(g["attack"], g["defence"]): g for g in table["groups"]}
+    assert set(groups) == {(a, d) for a in ("inject-ahead", "inject-after-reset") for d in ("none", "guard")}
+    for row in table["runs"]:  # each row is its run's result, as written
+        result = json.loads((out / "vector" / row["attack"] / row["defence"] / "r1" / "result.json").read_text())
+        assert row["lost_to_attack"] == result["listener"]["lost_to_attack"] and row["verdict"] == result["verdict"]
+    # forged frames inside the window are not rogue: the guard neither sees nor stops them
+    for defence in ("none", "guard"):
+        ahead = groups["inject-ahead", defence]
+        assert ahead["lost_to_attack"] == ahead["forged"] and ahead["guard_alarms"] == [0, 0], ahead
+    bare, guarded = groups["inject-after-reset", "none"], groups["inject-after-reset", "guard"]
+    assert guarded["lost_to_attack"][1] <= 3 * PERIOD_S * STREAM.rate_fps + 20 < bare["lost_to_attack"][0] / 2
+    assert (out / "vector/inject-after-reset/guard/r1/guard.json").is_file()
+    markdown = (out / "suite.md").read_text()
+    assert "| vector | inject-after-reset | guard | 1 |" in markdown and (out / "suite.csv").is_file()

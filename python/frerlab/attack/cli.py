@@ -1,4 +1,4 @@
-"""Command-line verbs of the attacks on a testbed: `frerlab attack run|list`."""
+"""Command-line verbs of the attacks on a testbed: `frerlab attack run|suite|list`."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 
 from frerlab.attack import run, spec
 from frerlab.cli_output import add_json, add_output, emit
+from frerlab.errors import UsageError
 from frerlab.names import output_dir
 from frerlab.testbed import bed
 from frerlab.units import frame_rate, option_value, size_bytes
@@ -30,11 +31,12 @@ examples:
   frerlab attack run inject-ahead --testbed atk --path a -o results/inject-ahead
   frerlab attack run inject-after-reset --testbed atk --set outage=0.3s --set rate=20 -o results/reset --json
   frerlab attack run replay --testbed atk --path b --set age=40 --duration 3 -o results/replay-rogue
+  frerlab attack suite --guard 20,0.05 --reset-timeout 200 -o results/attack-suite
 """
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Adds `attack run` and `attack list`."""
+    """Adds `attack run`, `attack suite` and `attack list`."""
     parser = subparsers.add_parser("attack", help="attacks on a member path of a testbed, with the harm measured",
                                    epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     verbs = parser.add_subparsers(title="verbs", metavar="VERB")
@@ -46,14 +48,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     r.add_argument("--testbed", default=bed.DEFAULT_NAME, help=f"testbed name (default {bed.DEFAULT_NAME})")
     r.add_argument("--path", default="a", help="the attacked path: a or b (default a)")
     r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="change one of the attack's values")
-    r.add_argument("--rate-fps", default=run.Stream.rate_fps, help="the stream's frames per second (10..100000)")
-    r.add_argument("--frame-size", default=run.Stream.frame_size, help="its frame size in bytes (64..1518)")
-    r.add_argument("--duration", type=float, default=run.Stream.duration_s, help="its length in seconds")
-    r.add_argument("--interval", type=float, default=run.Stream.interval_s,
-                   help="seconds of the send schedule per accounting bin (the recovery time's resolution)")
+    _stream_options(r)
     add_output(r, "result directory (default: a new one under results/)")
     add_json(r)
     r.set_defaults(func=_run)
+
+    su = verbs.add_parser("suite", help="every attack on a temporary testbed per algorithm, without and with the "
+                          "rogue-rate guard: one table of the harm", epilog=EPILOG,
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
+    su.add_argument("--attacks", help="comma-separated (default: every attack of `frerlab attack list`)")
+    su.add_argument("--algorithms", default="vector,match", help="comma-separated (default vector,match)")
+    su.add_argument("--reset-timeout", type=int, default=bed.Settings.reset_timeout_ms,
+                    help=f"the eliminating node's, ms (default {bed.Settings.reset_timeout_ms})")
+    su.add_argument("--repetitions", type=int, default=1, help="runs of each (1..100, default 1)")
+    su.add_argument("--guard", metavar="THRESHOLD,PERIOD", help="also run each under the rogue-rate guard with reset "
+                    "(`frerlab dataplane guard`): rogue frames per period, seconds (e.g. 20,0.05)")
+    _stream_options(su)
+    add_output(su, "suite directory: a run directory per algorithm, attack, defence and repetition; suite.json, "
+                   "suite.csv, suite.md", required=True)
+    add_json(su, "the table")
+    su.set_defaults(func=_suite)
 
     ls = verbs.add_parser("list", help="the named attacks and their values", epilog=EPILOG,
                           formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -61,11 +75,44 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     ls.set_defaults(func=_list)
 
 
-def _run(args: argparse.Namespace) -> int:
-    attack = spec.attack(args.name, spec.parse_sets(args.set))
+def _stream_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--rate-fps", default=run.Stream.rate_fps, help="the stream's frames per second (10..100000)")
+    parser.add_argument("--frame-size", default=run.Stream.frame_size, help="its frame size in bytes (64..1518)")
+    parser.add_argument("--duration", type=float, default=run.Stream.duration_s, help="its length in seconds")
+    parser.add_argument("--interval", type=float, default=run.Stream.interval_s,
+                        help="seconds of the send schedule per accounting bin (the recovery time's resolution)")
+
+
+def _stream(args: argparse.Namespace) -> run.Stream:
     stream = run.Stream(round(option_value(frame_rate, args.rate_fps, "--rate-fps")),
                         option_value(size_bytes, args.frame_size, "--frame-size"), args.duration, args.interval)
     stream.check()
+    return stream
+
+
+def _suite(args: argparse.Namespace) -> int:
+    from frerlab.attack.suite import Guard, markdown, run_suite
+
+    guard = None
+    if args.guard:
+        try:
+            threshold, period = args.guard.split(",")
+            guard = Guard(int(threshold), float(period))
+        except ValueError:
+            raise UsageError(f"--guard {args.guard!r} is not THRESHOLD,PERIOD (rogue frames, seconds: like 20,0.05)") \
+                from None
+    stream = _stream(args)
+    out = output_dir(args.output, "-o/--output")
+    attacks = args.attacks.split(",") if args.attacks else list(spec.catalog())
+    table = run_suite(out, attacks, args.algorithms.split(","), stream, args.reset_timeout, args.repetitions, guard,
+                      say=(lambda line: None) if args.json else (lambda line: print(line, file=sys.stderr)))
+    emit(args, table, markdown(table))
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    attack = spec.attack(args.name, spec.parse_sets(args.set))
+    stream = _stream(args)
     out = output_dir(args.output or Path("results") / time.strftime(f"attack-{args.name}-%Y%m%d-%H%M%S"),
                      "-o/--output")
     result = run.run(args.testbed, attack, args.path, stream, out)
