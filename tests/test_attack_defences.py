@@ -93,10 +93,12 @@ def test_the_suite_tables_each_attack_without_and_with_the_guard(tmp_path, capsy
     out = tmp_path / "suite"
     assert main(["attack", "suite", "--attacks", "inject-ahead,inject-after-reset", "--algorithms", "vector",
                  "--reset-timeout", str(RESET_TIMEOUT_MS), "--guard", f"{THRESHOLD},{PERIOD_S}", "--duration", "3",
-                 "-o", str(out), "--json"]) == 0
+                 "--police", str(POLICE_BPS), "-o", str(out), "--json"]) == 0
     table = json.loads(capsys.readouterr().out)
     groups = {(g["attack"], g["defence"]): g for g in table["groups"]}
-    assert set(groups) == {(a, d) for a in ("inject-ahead", "inject-after-reset") for d in ("none", "guard")}
+    assert set(groups) == {(a, d) for a in ("inject-ahead", "inject-after-reset") for d in ("none", "guard", "police")}
+    # 40 forged frames at 50/s are within the meter's headroom and burst: policing does not stop them
+    assert groups["inject-ahead", "police"]["forged"][0] >= 30, groups["inject-ahead", "police"]
     for row in table["runs"]:  # each row is its run's result, as written
         result = json.loads((out / "vector" / row["attack"] / row["defence"] / "r1" / "result.json").read_text())
         assert row["lost_to_attack"] == result["listener"]["lost_to_attack"] and row["verdict"] == result["verdict"]
@@ -109,3 +111,25 @@ def test_the_suite_tables_each_attack_without_and_with_the_guard(tmp_path, capsy
     assert (out / "vector/inject-after-reset/guard/r1/guard.json").is_file()
     markdown = (out / "suite.md").read_text()
     assert "| vector | inject-after-reset | guard | 1 |" in markdown and (out / "suite.csv").is_file()
+
+
+#: The policing rate: the stream's SDU rate on a path (2000 frames/s x 230 octets after the
+#: MACs, the path's VLAN tag and the R-TAG = 3.68 Mbit/s) and 8.7 % more; a 10 kB burst.
+POLICE_BPS, POLICE_BURST = 4_000_000, 10_000
+
+
+@needs_bpf
+def test_policing_each_path_bounds_what_a_babbler_gets_past_match_recovery(tmp_path):
+    with bed.Testbed(name=f"dfp{os.getpid() % 100000}", algorithm="match", reset_timeout_ms=RESET_TIMEOUT_MS,
+                     police_rate=str(POLICE_BPS), police_burst=str(POLICE_BURST)) as tb:
+        r = run.run(tb.name, spec.attack("babble"), "a", STREAM, tmp_path)
+        (sw2,) = [f for f in bed.status_dataplane(tb.name, "sw2")["filters"] if f["ports"] == ["p1"]]
+    sent = r["injected"]["sent"]
+    babble = sent / r["injected"]["achieved_fps"]  # its seconds
+    # the meter is colour-blind: while the babble lasts it passes at most its rate (and burst) of
+    # path a's frames, babbled or genuine; with match every babbled frame past it is a duplicate
+    # (unpoliced, every one of the `sent`), the genuine copies it drops come on path b
+    passed = (POLICE_BURST + POLICE_BPS / 8 * babble) / 230
+    assert r["listener"]["lost"] == 0 and r["listener"]["duplicates"] <= 1.1 * passed < sent / 4, \
+        (passed, run.summary(r))
+    assert sw2["red_frames"] >= sent - 1.1 * passed, sw2

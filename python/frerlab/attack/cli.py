@@ -31,7 +31,7 @@ examples:
   frerlab attack run inject-ahead --testbed atk --path a -o results/inject-ahead
   frerlab attack run inject-after-reset --testbed atk --set outage=0.3s --set rate=20 -o results/reset --json
   frerlab attack run replay --testbed atk --path b --set age=40 --duration 3 -o results/replay-rogue
-  frerlab attack suite --guard 20,0.05 --reset-timeout 200 -o results/attack-suite
+  frerlab attack suite --guard 20,0.05 --police 5Mbps --reset-timeout 200 -o results/attack-suite
 """
 
 
@@ -63,6 +63,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     su.add_argument("--repetitions", type=int, default=1, help="runs of each (1..100, default 1)")
     su.add_argument("--guard", metavar="THRESHOLD,PERIOD", help="also run each under the rogue-rate guard with reset "
                     "(`frerlab dataplane guard`): rogue frames per period, seconds (e.g. 20,0.05)")
+    su.add_argument("--police", metavar="RATE", help="also run each on a testbed policing each path's copies at this "
+                    "SDU rate (testbed --police; e.g. 5Mbps)")
     _stream_options(su)
     add_output(su, "suite directory: a run directory per algorithm, attack, defence and repetition; suite.json, "
                    "suite.csv, suite.md", required=True)
@@ -105,7 +107,7 @@ def _suite(args: argparse.Namespace) -> int:
     out = output_dir(args.output, "-o/--output")
     attacks = args.attacks.split(",") if args.attacks else list(spec.catalog())
     table = run_suite(out, attacks, args.algorithms.split(","), stream, args.reset_timeout, args.repetitions, guard,
-                      say=(lambda line: None) if args.json else (lambda line: print(line, file=sys.stderr)))
+                      args.police, say=(lambda line: None) if args.json else (lambda line: print(line, file=sys.stderr)))
     emit(args, table, markdown(table))
     return 0
 

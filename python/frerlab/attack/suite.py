@@ -1,6 +1,7 @@
 """The attack suite: every named attack (or the chosen ones) on a temporary testbed per recovery
 algorithm, each without a defence and, if asked, under the rogue-rate guard with reset
-(frerlab.dataplane.control.guard), repeated; then one table of the harm.
+(frerlab.dataplane.control.guard) and on a testbed that polices each path's copies (802.1Qci,
+testbed --police), repeated; then one table of the harm.
 
 A run's raw results are those of `frerlab attack run` (frerlab.attack.run: meta.json, the
 tools' reports, inject.json, counters.json, result.json) in DIR/ALGORITHM/ATTACK/DEFENCE/rK,
@@ -32,46 +33,60 @@ COUNTS = ("lost_to_attack", "lost_to_outage", "duplicates", "forged", "rogue", "
 
 @dataclass(frozen=True)
 class Guard:
-    """The rogue-rate guard's settings (it always resets an alarmed function)."""
+    """The rogue-rate guard's settings (with reset: an alarmed function that passed nothing is reset)."""
 
     threshold: int = 20
     period_s: float = 0.05
 
 
 def run_suite(out: Path, attacks: list[str], algorithms: list[str], stream: run.Stream, reset_timeout_ms: int,
-              repetitions: int = 1, guard: Guard | None = None, say=print) -> dict:
-    """Runs the suite into `out` (raw results first) and returns the table."""
+              repetitions: int = 1, guard: Guard | None = None, police: str | None = None, say=print) -> dict:
+    """Runs the suite into `out` (raw results first) and returns the table. `police`: also run
+    each attack on a testbed whose eliminating switches police each path's copies at this rate
+    (testbed --police)."""
     known = spec.catalog()
     unknown = [a for a in attacks if a not in known]
     if unknown:
         raise UsageError(f"attack {unknown[0]!r} is not known (known: {', '.join(sorted(known))})")
     if not 1 <= repetitions <= 100:
         raise UsageError(f"repetitions {repetitions} is out of range (1..100)")
+    # per testbed: its policing and the defences run on it
+    setups = [(None, ["none", "guard"] if guard else ["none"])] + ([(police, ["police"])] if police else [])
     for algorithm in algorithms:
-        bed.Settings(name="check", algorithm=algorithm, reset_timeout_ms=reset_timeout_ms).check()
+        for rate, _ in setups:
+            bed.Settings(name="check", algorithm=algorithm, reset_timeout_ms=reset_timeout_ms, police_rate=rate).check()
     stream.check()
-    defences = ["none", "guard"] if guard else ["none"]
     rows = []
     for algorithm in algorithms:
-        with bed.Testbed(name=f"as{os.getpid() % 100000}{algorithm[0]}", algorithm=algorithm,
-                         reset_timeout_ms=reset_timeout_ms) as tb:
-            chosen = {name: spec.attack(name) for name in attacks}
-            settings = bed.read_state(tb.name)["settings"]
-            for a in chosen.values():  # every one before the first runs
-                run.check_fits(a, "a", settings, stream, tb.name)
-            for name, a in chosen.items():
-                for defence in defences:
-                    for k in range(1, repetitions + 1):
-                        where = out / algorithm / name / defence / f"r{k}"
-                        result, findings = _one(tb.name, a, stream, where, guard if defence == "guard" else None)
-                        rows.append(_row(algorithm, name, defence, k, result, findings))
-                        say(f"{algorithm} {name} {defence} r{k}: {result['verdict']}")
+        for rate, defences in setups:
+            with bed.Testbed(name=f"as{os.getpid() % 100000}{algorithm[0]}{'p' if rate else ''}", algorithm=algorithm,
+                             reset_timeout_ms=reset_timeout_ms, police_rate=rate) as tb:
+                rows += _on(tb, attacks, algorithm, defences, stream, repetitions, guard, out, say)
     table = {"stream": stream.__dict__, "reset_timeout_ms": reset_timeout_ms, "guard": guard.__dict__ if guard else None,
-             "runs": rows, "groups": groups(rows)}
+             "police": police, "runs": rows, "groups": groups(rows)}
     write_atomic(out / "suite.json", json.dumps(table, indent=1))
     write_atomic(out / "suite.csv", _csv(rows))
     write_atomic(out / "suite.md", markdown(table))
     return table
+
+
+def _on(tb: bed.Testbed, attacks: list[str], algorithm: str, defences: list[str], stream: run.Stream,
+        repetitions: int, guard: Guard | None, out: Path, say) -> list[dict]:
+    """Every attack on testbed `tb` under each of `defences` (none, guard, police: the testbed's
+    own), `repetitions` times: a row per run."""
+    chosen = {name: spec.attack(name) for name in attacks}
+    settings = bed.read_state(tb.name)["settings"]
+    for a in chosen.values():  # every one before the first runs
+        run.check_fits(a, "a", settings, stream, tb.name)
+    rows = []
+    for name, a in chosen.items():
+        for defence in defences:
+            for k in range(1, repetitions + 1):
+                where = out / algorithm / name / defence / f"r{k}"
+                result, findings = _one(tb.name, a, stream, where, guard if defence == "guard" else None)
+                rows.append(_row(algorithm, name, defence, k, result, findings))
+                say(f"{algorithm} {name} {defence} r{k}: {result['verdict']}")
+    return rows
 
 
 def _one(tb_name: str, a: spec.Attack, stream: run.Stream, where: Path, guard: Guard | None) -> tuple[dict, list]:
@@ -135,7 +150,10 @@ def markdown(table: dict) -> str:
              f"reset timeout {table['reset_timeout_ms']} ms; attacker on path a; ranges over n runs.",
              "" if not table["guard"] else
              f"Guard: more than {table['guard']['threshold']} rogue frames in {table['guard']['period_s']:g} s "
-             "raise an alarm and reset the function.", "",
+             "raise an alarm, and reset a function that passed nothing in that period.",
+             "" if not table.get("police") else
+             f"Police: each path's copies through a flow meter of {table['police']} (SDU) at the eliminating "
+             "switch.", "",
              "| algorithm | attack | defence | n | genuine lost | lost to outage | duplicates | forged delivered "
              "| rogue | guard alarms | recovered (s) | shown by |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]

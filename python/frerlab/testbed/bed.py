@@ -116,6 +116,10 @@ class Settings:
     #: 7.4.3.5 match) and their reset timeout (frerSeqRcvyResetMSec).
     algorithm: str = "vector"
     reset_timeout_ms: int = 1000
+    #: Policing of each path's copies at the eliminating switches (802.1Qci): a rate of SDU
+    #: bit/s and a burst (None: none).
+    police_rate: str | None = None
+    police_burst: str = "10KB"
     #: Rate of the links into, through and out of the paths (sw1 - a/b - sw2); None: `rate`.
     #: Below `rate` it makes the paths the bottleneck of known capacity (a DUT whose
     #: throughput is known, for testing the benchmarks).
@@ -158,9 +162,15 @@ class Settings:
                              f"({2 * LINK_MTU} bytes..1GiB: at least two full frames)")
 
     def recovery(self) -> plan.Recovery:
-        """The sequence recovery settings of the eliminating nodes."""
+        """The sequence recovery settings of the eliminating nodes, and their policing
+        (UsageError for a rate or burst that is not one)."""
+        try:
+            police = None if self.police_rate is None else rate_bps(self.police_rate)
+            burst = size_bytes(self.police_burst)
+        except ValueError as err:
+            raise UsageError(f"policing: {err}") from None
         return plan.Recovery(algorithm=self.algorithm, history_length=self.history_length,
-                             reset_timeout_ms=self.reset_timeout_ms)
+                             reset_timeout_ms=self.reset_timeout_ms, police_bps=police, police_burst=burst)
 
 
 def state_path(name: str) -> Path:
@@ -206,6 +216,8 @@ class _RecordedSettings(StateModel):
     history_length: int
     algorithm: Literal[ALGORITHMS] = "vector"
     reset_timeout_ms: int = 1000
+    police_rate: str | None = None
+    police_burst: str = "10KB"
     path_rate: str | None = None
     rate_bps: int
     path_rate_bps: int = 0

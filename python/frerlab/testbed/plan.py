@@ -36,13 +36,17 @@ ELIMINATE_AT = ("sw2", "listener")
 
 @dataclass(frozen=True)
 class Recovery:
-    """The sequence recovery settings of both eliminating nodes."""
+    """The sequence recovery settings of both eliminating nodes, and the policing of each
+    path's copies before them (802.1Qci: a stream filter per path port with a flow meter of
+    `police_bps` bit/s of SDU and `police_burst` octets; None: no policing)."""
 
     algorithm: str = "vector"
     history_length: int = 32
     reset_timeout_ms: int = 1000
     latent_difference: int = 100
     latent_period_ms: int = 1000
+    police_bps: int | None = None
+    police_burst: int = 10_000
 
 
 @dataclass(frozen=True)
@@ -67,7 +71,8 @@ class _Builder:
 
     def __init__(self, name: str, ports: list[str]) -> None:
         self.data: dict = {"name": name, "ports": ports, "stream-identity": [], "sequence-generation": [],
-                           "sequence-recovery": [], "stream-split": [], "stream-forwarding": []}
+                           "sequence-recovery": [], "stream-split": [], "stream-forwarding": [],
+                           "stream-filter": [], "flow-meter": []}
 
     def identity(self, handle: int, placement: dict, kind: str, params: dict) -> None:
         ids = self.data["stream-identity"]
@@ -96,6 +101,9 @@ def node_configs(mode: str, replicate_at: str = "sw1", eliminate_at: str = "sw2"
                                ("eliminate-at", eliminate_at, ELIMINATE_AT)):
         if value not in valid:
             raise ValueError(f"{name} {value!r} is not valid ({' or '.join(valid)})")
+    if recovery.police_bps is not None and (mode != "frer" or (replicate_at, eliminate_at) != ("sw1", "sw2")):
+        raise ValueError("policing each path needs frer mode with both switches eliminating a direction "
+                         "(--replicate-at sw1 --eliminate-at sw2): a host receives both paths on one port")
     switch_ports = [SWITCH_HOST_PORT, PATH_PORTS["a"], PATH_PORTS["b"]]
     builders = {"talker": _Builder(f"{prefix}-talker", [HOST_PORT]),
                 "sw1": _Builder(f"{prefix}-sw1", switch_ports),
@@ -148,6 +156,12 @@ def _eliminate(b: _Builder, d: _Direction, rec: Recovery, at_host: bool) -> None
         "latent-error-detection-parameters": {"difference": rec.latent_difference, "period": rec.latent_period_ms,
                                               "paths": 2, "reset-period": 30 * rec.latent_period_ms}})
     b.add("stream-forwarding", {"stream": d.handle, "output-port": [LOCAL if at_host else SWITCH_HOST_PORT]})
+    if rec.police_bps is not None:
+        for path in PATH_VLANS:
+            b.add("stream-filter", {"index": _member(d, path), "stream": [d.handle], "port": [PATH_PORTS[path]],
+                                    "flow-meter": _member(d, path)})
+            b.add("flow-meter", {"index": _member(d, path), "committed-information-rate": rec.police_bps,
+                                 "committed-burst-size": rec.police_burst})
 
 
 def _relay(b: _Builder, d: _Direction, from_paths: bool) -> None:
