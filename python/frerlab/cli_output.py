@@ -31,3 +31,15 @@ def emit(args: argparse.Namespace, result: Any, text: str | None = None) -> None
         print(json.dumps(result, indent=1, default=str))
     elif text is not None:
         print(text)
+
+
+def down_verb(args: argparse.Namespace, what: str, running, down) -> int:
+    """The body of every `... down [--name N | --all] [--json]` verb: `down(name)` for the
+    named one (or each of `running()`), saying what it did unless --json, then the record of
+    each name and whether it was up."""
+    from frerlab.statefiles import down_all
+
+    names = running() if args.all else [args.name]
+    was_up = down_all(what, names, down, say=(lambda line: None) if args.json else print)
+    emit(args, [{"name": name, "was_up": up} for name, up in was_up.items()])
+    return 0

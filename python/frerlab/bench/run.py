@@ -31,7 +31,6 @@ from frerlab.bench.target import HostsTarget, NetworkTarget, Target, TestbedTarg
 from frerlab.bench.trial import Flag
 from frerlab.errors import ToolFailed, UsageError
 from frerlab.net import namespaces
-from frerlab.net.nodes import node_functions
 from frerlab.remote.hosts import Hosts, read_hosts
 from frerlab.testbed import bed
 
@@ -134,10 +133,9 @@ def _target(campaign: Campaign, hosts: Hosts | None, mode: str, name: str, resul
         ends = topo.plans[stream.name]
         state = namespaces.up(topo, data, str(system.topology_file), name, by_address=True)
         try:
-            (forward,) = [f for f in node_functions(topo)[ends.talker].forwarding if f.stream == stream.name]
-            yield NetworkTarget(mode, topo.link(forward.output[0]).rate, state["addresses"][ends.listener],
-                                network=name, talker=ends.talker, listener=ends.listener,
-                                talker_link=forward.output[0])
+            first = namespaces.routes(topo)[ends.talker][ends.listener]  # the talker's link its stream leaves by
+            yield NetworkTarget(mode, topo.link(first).rate, state["addresses"][ends.listener],
+                                network=name, talker=ends.talker, listener=ends.listener, talker_link=first)
         finally:
             namespaces.down(name)
         return

@@ -8,11 +8,10 @@ import signal
 import sys
 import time
 
-from frerlab.cli_output import add_json, emit
+from frerlab.cli_output import add_json, down_verb, emit
 from frerlab.dataplane import control, stats
 from frerlab.dataplane.config import DEFAULT_NAME, load_config
 from frerlab.errors import EXIT_VERDICT, UsageError
-from frerlab.statefiles import down_all
 
 EPILOG = """A configuration file describes one FRER node (talker end-station, relay or listener) in
 the vocabulary of the IEEE YANG modules (stream-identity, sequence-generation,
@@ -157,10 +156,7 @@ def _up(args: argparse.Namespace) -> int:
 
 
 def _down(args: argparse.Namespace) -> int:
-    names = control.running_names() if args.all else [args.name]
-    was_up = down_all("data plane", names, control.down, say=(lambda line: None) if args.json else print)
-    emit(args, [{"name": name, "was_up": up} for name, up in was_up.items()])
-    return 0
+    return down_verb(args, "data plane", control.running_names, control.down)
 
 
 def _status(args: argparse.Namespace) -> int:

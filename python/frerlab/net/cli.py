@@ -13,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-from frerlab.cli_output import add_json, add_output, emit
+from frerlab.cli_output import add_json, add_output, down_verb, emit
 from frerlab.files import write_atomic
 from frerlab.names import output_dir, output_file
 
@@ -355,12 +355,8 @@ def cmd_up(args: argparse.Namespace) -> int:
 def cmd_down(args: argparse.Namespace) -> int:
     """Takes one network (or every one) down."""
     from frerlab.net import namespaces
-    from frerlab.statefiles import down_all
 
-    names = namespaces.running() if args.all else [args.name]
-    was_up = down_all("network", names, namespaces.down, say=(lambda line: None) if args.json else print)
-    emit(args, [{"name": name, "was_up": up} for name, up in was_up.items()])
-    return 0
+    return down_verb(args, "network", namespaces.running, namespaces.down)
 
 
 def cmd_exec(args: argparse.Namespace) -> int:

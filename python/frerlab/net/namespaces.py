@@ -154,19 +154,19 @@ def routes(topo: Topology) -> dict[str, dict[str, str]]:
     """End station -> (other end station -> the link its route leaves by): the first link its
     streams to that station leave by; UsageError if two of them leave by different links."""
     functions = node_functions(topo)
-    chosen: dict[str, dict[str, str]] = {}
-    by: dict[tuple[str, str], str] = {}
+    chosen: dict[tuple[str, str], tuple[str, str]] = {}  # (talker, listener) -> (link, the stream that chose it)
     for s in topo.streams:
         plan = topo.plans[s.name]
         (forward,) = [f for f in functions[plan.talker].forwarding if f.stream == s.name]
-        link = forward.output[0]
-        key = (plan.talker, plan.listener)
-        if chosen.setdefault(plan.talker, {}).setdefault(plan.listener, link) != link:
-            raise UsageError(f"streams {by[key]} and {s.name} both go from {plan.talker} to {plan.listener} but "
-                             f"leave by different links ({chosen[plan.talker][plan.listener]}, {link}): "
+        link, first = chosen.setdefault((plan.talker, plan.listener), (forward.output[0], s.name))
+        if link != forward.output[0]:
+            raise UsageError(f"streams {first} and {s.name} both go from {plan.talker} to {plan.listener} but "
+                             f"leave by different links ({link}, {forward.output[0]}): "
                              "a namespace network routes by destination; give them the same first link")
-        by.setdefault(key, s.name)
-    return chosen
+    routed: dict[str, dict[str, str]] = {}
+    for (talker, listener), (link, _) in chosen.items():
+        routed.setdefault(talker, {})[listener] = link
+    return routed
 
 
 def up(topo: Topology, data: dict, source: str, name: str = DEFAULT_NAME, hook: str = "tc",

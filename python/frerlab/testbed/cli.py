@@ -9,10 +9,9 @@ import sys
 import time
 from pathlib import Path
 
-from frerlab.cli_output import add_json, add_output, emit
+from frerlab.cli_output import add_json, add_output, down_verb, emit
 from frerlab.errors import EXIT_VERDICT, UsageError
 from frerlab.names import output_dir
-from frerlab.statefiles import down_all
 from frerlab.testbed import bed, failover, plan
 from frerlab.units import frame_rate, option_value, size_bytes
 
@@ -175,10 +174,7 @@ def _up(args: argparse.Namespace) -> int:
 
 
 def _down(args: argparse.Namespace) -> int:
-    names = bed.running() if args.all else [args.name]
-    was_up = down_all("testbed", names, bed.down, say=(lambda line: None) if args.json else print)
-    emit(args, [{"name": name, "was_up": up} for name, up in was_up.items()])
-    return 0
+    return down_verb(args, "testbed", bed.running, bed.down)
 
 
 def _status(args: argparse.Namespace) -> int:
