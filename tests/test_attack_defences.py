@@ -71,14 +71,16 @@ def test_the_guard_with_reset_bounds_the_lock_out_after_a_reset_to_its_period(tb
     assert locked >= STREAM.rate_fps * RESET_TIMEOUT_MS / 1000, run.summary(bare)  # at least a reset timeout
     (finding,) = findings
     assert finding["resets"] >= 1 and finding["resets"] == finding["locked_out"] <= finding["alarms"], findings
-    # locked out for at most the period the window is taken in (frames still passed: no reset),
-    # the next one (nothing passed: reset) and the poll's lateness; then the reset's next frame,
-    # a genuine one, sets the window again
-    bound = 3 * PERIOD_S * STREAM.rate_fps + 20
-    assert guarded["listener"]["lost_to_attack"] <= bound < locked / 2, (run.summary(guarded), locked)
-    # only the forged frame that took the window is delivered: after the reset the window is the
-    # stream's again and the later forged frames, far ahead of it, are rogue
-    assert guarded["listener"]["forged"] == 1, run.summary(guarded)
+    # each delivered forged frame took the window once: the first after the outage's reset, and
+    # (rarely) a later one that happened to be the next frame after a guard's reset; every other
+    # forged frame is far ahead of the stream's window, rogue
+    forged = guarded["listener"]["forged"]
+    assert 1 <= forged <= 1 + finding["resets"], (findings, run.summary(guarded))
+    # each taking costs at most the period the window is taken in (frames still passed: no
+    # reset), the next one (nothing passed: reset) and the poll's lateness; then the reset's next
+    # frame, a genuine one, sets the window again
+    lost = guarded["listener"]["lost_to_attack"]
+    assert lost <= 3 * PERIOD_S * STREAM.rate_fps * forged + 20 and lost < locked / 2, (run.summary(guarded), locked)
 
 
 def test_the_guard_s_bad_input_is_one_clear_error(capsys):
@@ -107,7 +109,9 @@ def test_the_suite_tables_each_attack_without_and_with_the_guard(tmp_path, capsy
         ahead = groups["inject-ahead", defence]
         assert ahead["lost_to_attack"] == ahead["forged"] and ahead["guard_alarms"] == [0, 0], ahead
     bare, guarded = groups["inject-after-reset", "none"], groups["inject-after-reset", "guard"]
-    assert guarded["lost_to_attack"][1] <= 3 * PERIOD_S * STREAM.rate_fps + 20 < bare["lost_to_attack"][0] / 2
+    taken = guarded["forged"][1]  # each delivered forged frame took the window once (see above)
+    assert guarded["lost_to_attack"][1] <= 3 * PERIOD_S * STREAM.rate_fps * taken + 20, guarded
+    assert guarded["lost_to_attack"][1] < bare["lost_to_attack"][0] / 2, (guarded, bare)
     assert (out / "vector/inject-after-reset/guard/r1/guard.json").is_file()
     markdown = (out / "suite.md").read_text()
     assert "| vector | inject-after-reset | guard | 1 |" in markdown and (out / "suite.csv").is_file()
