@@ -11,9 +11,13 @@ frames never take the same number.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from frerlab import sim
+from frerlab.cli import main
 from frerlab.errors import UsageError
 
 
@@ -140,3 +144,120 @@ def test_right_after_a_reset_a_forged_number_far_ahead_makes_genuine_frames_rogu
     harm = lost - outage
     assert abs(harm - 4 * 100e6 / (1538 * 8) / 1000) <= 1  # 4 ms of the stream
     assert (frer["rogue_packets"], frer["resets"], delivered, duplicates) == (2 * harm, 2, 1, 0)
+
+
+# ---- Every attack against every defence, through `frerlab sim run` (docs/security-sim.md, "Defences").
+
+ATTACKED = Path(__file__).resolve().parent.parent / "scenarios" / "attacked_dual_path.yaml"
+ON_A = {"stream": "s", "direction": "sw2", "start": "10ms", "end": "90ms"}
+
+
+def on_a(**fields: object) -> list[dict]:
+    """One attack on link A towards sw2, from 10 ms to 90 ms at 1000 frames/s unless given."""
+    return [{**ON_A, "rate": 1000, **fields}]
+
+
+# The --set fields of each attack (the scenario's stream o is there for foreign-identity).
+ATTACKS = {
+    "inject-ahead": {"links.A.attacks": on_a(kind="inject", offset=4)},
+    "inject-far": {"links.A.attacks": on_a(kind="inject", offset=1000)},
+    "inject-after-reset": {"links.A.attacks": on_a(kind="inject", offset=1000, rate=None, count=1, start="29ms",
+                                                   end="30ms"),
+                           "links.up.failures": [{"down": "20ms", "up": "30ms"}],
+                           "streams.s.frer.sequence_recovery.0.reset_timeout": "5ms"},
+    "replay": {"links.A.attacks": on_a(kind="replay", age=10)},
+    "replay-old": {"links.A.attacks": on_a(kind="replay", age=40)},
+    "replay-across-wrap": {"links.A.attacks": on_a(kind="replay", age=65536 - 8, start="500ms", end="580ms"),
+                           "duration": "600ms", "streams.s.frame_size": 64},
+    "babble": {"links.A.attacks": on_a(kind="babble", rate="10k")},
+    "strip-tag": {"links.A.attacks": [{**ON_A, "kind": "strip_tag"}]},
+    "foreign-identity": {"links.A.attacks": on_a(kind="inject", offset=4, identity="o")},
+}
+POLICE_RATE, POLICE_BURST, GUARD_PERIOD_S = 110e6, 3004, 1e-3
+DEFENCES = {
+    "none": {},
+    "police": {"streams.s.frer.stream_filters": [{"node": "sw2", "link": "A", "rate": "110Mbps",
+                                                  "burst": POLICE_BURST}]},
+    "guard": {"streams.s.frer.sequence_recovery.0.guard": {"threshold": 4, "period": "1ms", "reset": True}},
+}
+# attack: per algorithm, {defence: (lost, duplicates, forged delivered, rogue, red, guard alarms, guard resets)};
+# a defence not named has the figures of "none" with nothing red and no alarm. inject-after-reset's loss
+# includes the 81 frames of the outage; not_identified is 80 for foreign-identity under every defence.
+FIGURES = {
+    "inject-ahead": {"vector": {"none": (80, 0, 80, 0, 0, 0, 0)}, "match": {"none": (0, 0, 80, 0, 0, 0, 0)}},
+    "inject-far": {"vector": {"none": (0, 0, 0, 80, 0, 0, 0)}, "match": {"none": (0, 0, 80, 0, 0, 0, 0)}},
+    "inject-after-reset": {"vector": {"none": (114, 0, 1, 66, 0, 0, 0), "guard": (89, 0, 1, 16, 0, 1, 1)},
+                           "match": {"none": (81, 0, 1, 0, 0, 0, 0)}},
+    "replay": {"vector": {"none": (0, 0, 0, 0, 0, 0, 0)}, "match": {"none": (0, 0, 80, 0, 0, 0, 0)}},
+    "replay-old": {"vector": {"none": (0, 0, 0, 80, 0, 0, 0)}, "match": {"none": (0, 0, 80, 0, 0, 0, 0)}},
+    "replay-across-wrap": {"vector": {"none": (80, 0, 80, 0, 0, 0, 0)}, "match": {"none": (0, 0, 80, 0, 0, 0, 0)}},
+    "babble": {"vector": {"none": (0, 0, 0, 0, 0, 0, 0), "police": (0, 0, 0, 0, 717, 0, 0)},
+               "match": {"none": (0, 0, 160, 0, 0, 0, 0), "police": (0, 0, 11, 0, 717, 0, 0)}},
+    "strip-tag": {"vector": {"none": (0, 0, 0, 0, 0, 0, 0)}, "match": {"none": (0, 0, 0, 0, 0, 0, 0)}},
+    "foreign-identity": {"vector": {"none": (0, 0, 0, 0, 0, 0, 0)}, "match": {"none": (0, 0, 0, 0, 0, 0, 0)}},
+}
+
+
+def run_cli(tmp_path: Path, fields: dict) -> dict:
+    """`frerlab sim run` of the attacked scenario with `fields` set; its report.json."""
+    sets = [arg for name, value in fields.items() for arg in ("--set", f"{name}={json.dumps(value)}")]
+    assert main(["sim", "run", str(ATTACKED), *sets, "-o", str(tmp_path)]) == 0
+    return json.loads((tmp_path / "report.json").read_text())
+
+
+@pytest.mark.parametrize("defence", list(DEFENCES))
+@pytest.mark.parametrize("algorithm", ["vector", "match"])
+@pytest.mark.parametrize("attack_name", list(ATTACKS))
+def test_each_defence_against_each_attack(tmp_path: Path, attack_name: str, algorithm: str, defence: str) -> None:
+    fields = {**ATTACKS[attack_name], **DEFENCES[defence], "streams.s.frer.sequence_recovery.0.algorithm": algorithm}
+    report = run_cli(tmp_path, fields)
+    s, f = report["streams"][0], report["frer"][0]
+    red = report["filters"][0]["red_frames"] if report["filters"] else 0
+    figures = FIGURES[attack_name][algorithm]
+    assert (s["lost"], s["duplicates"], s["forged_delivered"], f["rogue_packets"], red, f["guard_alarms"],
+            f["guard_resets"]) == figures.get(defence, figures["none"])
+    not_identified = sum(p["drop_not_identified"] for p in report["ports"])
+    assert not_identified == (80 if attack_name == "foreign-identity" else 0)
+    if defence == "police":
+        # What reaches recovery over A is within the meter: rate x time + burst.
+        passing = report["filters"][0]["passing_octets"]
+        assert passing <= POLICE_RATE / 8 * report["run"]["simulated_seconds"] + POLICE_BURST
+    if defence == "guard" and attack_name == "inject-after-reset" and algorithm == "vector":
+        # The lock-out ends within about two periods: at most two periods' frames lost to it.
+        frames_per_s = 100e6 / (1538 * 8)
+        assert s["lost"] - 81 <= 2 * GUARD_PERIOD_S * frames_per_s
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"link": "C"}, r"stream s: stream_filters 0: link 'C' is not one the stream arrives at 'sw2' over "
+                    r"\(it arrives over: A, B\)"),
+    ({"node": "t", "link": None}, r"stream_filters 0: no frame of the stream arrives at 't' \(it arrives at: l, sw1, "
+                                  r"sw2\)"),
+    ({"burst": None}, r"stream filter at sw2: rate 110000000 and burst None: give both \(a flow meter\) or neither"),
+    ({"burst": 0}, r"burst: .*greater than or equal to 1"),
+    ({"max_sdu": 0}, r"max_sdu: .*greater than or equal to 1"),
+    ({"node": "x"}, r"stream_filters 0: node 'x' is not defined"),
+])
+def test_a_bad_stream_filter_is_named_with_what_would_be_valid(change: dict, message: str) -> None:
+    data = scenario()
+    good = {"node": "sw2", "link": "A", "rate": "110Mbps", "burst": 3004}
+    data["streams"][0]["frer"]["stream_filters"] = [{k: v for k, v in {**good, **change}.items() if v is not None}]
+    with pytest.raises(UsageError, match=message):
+        sim.check(data)
+
+
+@pytest.mark.parametrize(("guard", "message"), [
+    ({"threshold": 4, "period": "0s"}, r"guard\.period: .*greater than 0"),
+    ({"threshold": -1, "period": "1ms"}, r"guard\.threshold: .*greater than or equal to 0"),
+    ({"threshold": 4, "period": "120s"}, r"time 120s is out of range \(at most 60s\)"),
+])
+def test_a_bad_guard_is_named_with_what_would_be_valid(guard: dict, message: str) -> None:
+    data = scenario()
+    data["streams"][0]["frer"]["sequence_recovery"][0]["guard"] = guard
+    with pytest.raises(UsageError, match=message):
+        sim.check(data)
+
+
+def test_a_foreign_identity_must_be_another_stream() -> None:
+    with pytest.raises(UsageError, match=r"identity 's' is not another stream \(other streams: none\)"):
+        sim.check(scenario(attack("inject", offset=4, identity="s")))

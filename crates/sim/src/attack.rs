@@ -2,7 +2,8 @@
 //! link and injects frames of that stream's identity into it, or strips their R-TAG.
 //!
 //! - `inject`: a forged frame carrying the sequence number last seen on the link plus `offset`
-//!   (mod 2^16), the size of the last frame seen;
+//!   (mod 2^16), the size of the last frame seen, and the stream's identity or, with
+//!   `identity`, another stream's;
 //! - `replay`: the frame that crossed the link `age` frames before the last one, tag and all;
 //! - `babble`: the last frame that crossed, again and again;
 //! - `strip_tag`: every frame of the stream crossing the link loses its R-TAG.
@@ -29,8 +30,12 @@ pub const MAX_REPLAY_AGE: u32 = 1 << 16;
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AttackSpec {
-    /// Index of the stream whose frames it sees and whose identity its frames carry.
+    /// Index of the stream whose frames it sees (and whose identity its frames carry, unless
+    /// `identity`).
     pub stream: u32,
+    /// `inject` only: the index of another stream whose identity the forged frames carry.
+    #[serde(default)]
+    pub identity: Option<u32>,
     /// The attack acts from this time ...
     pub start: SimTime,
     /// ... until this time (excluded).
@@ -104,6 +109,19 @@ impl AttackSpec {
                 self.start.0, self.end.0
             ));
         }
+        if let Some(identity) = self.identity {
+            if !matches!(self.action, AttackKind::Inject { .. }) {
+                return Err(format!(
+                    "{owner}: identity is for inject only (its forged frames)"
+                ));
+            }
+            if identity == self.stream || identity as usize >= stream_hops.len() {
+                return Err(format!(
+                    "{owner}: identity {identity} is out of range (another stream of 0..{})",
+                    stream_hops.len()
+                ));
+            }
+        }
         if let AttackKind::Replay { age } = self.action {
             if !(1..=MAX_REPLAY_AGE).contains(&age) {
                 return Err(format!(
@@ -140,6 +158,8 @@ pub struct Attacker<F> {
     pub port: u32,
     /// The stream it attacks.
     pub stream: u32,
+    /// The stream whose identity its frames carry.
+    pub identity: u32,
     /// What it is.
     pub kind: AttackKind,
     /// Frames it sent or stripped.
@@ -165,6 +185,7 @@ impl<F: Copy> Attacker<F> {
         Attacker {
             port,
             stream: spec.stream,
+            identity: spec.identity.unwrap_or(spec.stream),
             kind: spec.action,
             frames: 0,
             action,
@@ -226,6 +247,7 @@ mod tests {
     fn spec(action: AttackKind, count: Option<u64>) -> AttackSpec {
         AttackSpec {
             stream: 0,
+            identity: None,
             start: SimTime(10),
             end: SimTime(35),
             every: Some(SimTime(10)),
@@ -277,6 +299,17 @@ mod tests {
         assert_eq!(
             err(spec(AttackKind::StripTag, None), 3),
             "port A: strip_tag attack: sends no frames, so takes no every or count"
+        );
+        let mut foreign = spec(AttackKind::Babble, None);
+        foreign.identity = Some(1);
+        assert_eq!(
+            err(foreign.clone(), 3),
+            "port A: babble attack: identity is for inject only (its forged frames)"
+        );
+        foreign.action = AttackKind::Inject { offset: 1 };
+        assert_eq!(
+            err(foreign, 3),
+            "port A: inject attack: identity 1 is out of range (another stream of 0..1)"
         );
         assert_eq!(
             err(spec(AttackKind::Inject { offset: 1 }, Some(0)), 3),

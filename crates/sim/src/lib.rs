@@ -3,7 +3,8 @@
 //! Layers, dependencies one way only: `units` and `rng` <- `engine` (the event core: time
 //! order, deterministic ties, no global state) <- models (`source`, `port` with `shaper`,
 //! `metrics`, congestion control: `pause` for IEEE 802.3x, `bcn`, `fecn`, `qcn` for IEEE 802.1Qau,
-//! `attack` for an attacker on a link) <-
+//! `attack` for an attacker on a link, and its defences: `psfp` for 802.1Qci stream filters
+//! and flow meters, `guard` for the rogue-rate guard) <-
 //! `network` (a `Simulation` built from a `spec::Spec`, running the real FRER
 //! functions of the `frer` crate) -> `report`. `run_json` is the whole thing as one call, the
 //! form the Python bindings use.
@@ -14,10 +15,12 @@ pub mod attack;
 pub mod bcn;
 pub mod engine;
 pub mod fecn;
+pub mod guard;
 pub mod metrics;
 pub mod network;
 pub mod pause;
 pub mod port;
+pub mod psfp;
 pub mod qcn;
 pub mod report;
 pub mod rng;

@@ -31,7 +31,16 @@
 //! over it, before the far node's FRER functions (a tag stripper takes its R-TAG off there);
 //! the others send, at each `Event::Attack`, a copy of a frame they recorded (for `inject`
 //! with another sequence number) into the link's egress queue. A frame an attacker made is
-//! not `genuine`: the listener counts it apart, and no attacker records it.
+//! not `genuine`: the listener counts it apart, and no attacker records it. An injected frame
+//! with another stream's identity becomes a frame of that stream where that stream crosses the
+//! link (its hop there); where it does not, it crosses the link as a frame of the attacked
+//! stream would and is `unidentified`: the far node identifies no stream of it on that port,
+//! so it drops it (`DropReason::NotIdentified`) before anything else sees it.
+//!
+//! Defences: a frame arriving over a link meets the first of its stream's filters (`psfp`)
+//! that takes it there, after the attackers and before the node's FRER functions; a recovery
+//! function's guard (`guard`) looks at its counters every period (`Event::Guard`) while the
+//! sources run, and may reset it.
 //!
 //! Why one module of 1,000 lines: every event handler works on the same arena of packets, ports and
 //! streams, and splitting them would pass the whole simulation between modules; the congestion
@@ -48,13 +57,16 @@ use crate::attack::{AttackKind, Attacker};
 use crate::bcn::BcnReaction;
 use crate::engine::Scheduler;
 use crate::fecn::UNLIMITED;
+use crate::guard::{Guard, GuardCounters};
 use crate::metrics::{QueueSeries, StreamMetrics};
 use crate::pause::{PauseAction, CONTROL_FRAME_BYTES};
 use crate::port::{DropReason, Port, Queued, Selection, NO_PORT};
+use crate::psfp::{StreamFilter, NON_SDU_BYTES};
 use crate::qcn::ReactionPoint;
 use crate::report::{
-    AttackRow, BcnPortRow, CnStreamRow, ControlRow, FecnPortRow, FrerRow, NodeRow, PauseRow,
-    PortRow, PortSeriesRow, QcnPortRow, RateSeriesRow, Report, RunInfo, SeriesRow, TraceRow,
+    AttackRow, BcnPortRow, CnStreamRow, ControlRow, FecnPortRow, FilterRow, FrerRow, NodeRow,
+    PauseRow, PortRow, PortSeriesRow, QcnPortRow, RateSeriesRow, Report, RunInfo, SeriesRow,
+    TraceRow,
 };
 use crate::rng::Rng;
 use crate::source::Source;
@@ -89,6 +101,8 @@ enum Event {
     FecnTick(u32),
     /// An attacker may send a frame.
     Attack(u32),
+    /// The guard of a stream's recovery function (stream, index among its functions) looks.
+    Guard(u32, u32),
 }
 
 /// A frame in flight. `bytes` includes the R-TAG while `rtag` is set.
@@ -106,6 +120,8 @@ struct Packet {
     probe: bool,
     /// Sent by the talker (or a copy made by replication), not made by an attacker.
     genuine: bool,
+    /// It carries the identity of a stream that its link's far node does not identify there.
+    unidentified: bool,
 }
 
 struct Node {
@@ -130,6 +146,7 @@ struct Recovery {
     /// Passed frames keep their R-TAG (`RecoverySpec::keep_tag`).
     keep_tag: bool,
     function: SequenceRecovery,
+    guard: Option<Guard>,
 }
 
 struct Stream {
@@ -143,6 +160,7 @@ struct Stream {
     generation: Option<(u32, SequenceGenerator)>,
     rtag_bytes: u32,
     recovery: Vec<Recovery>,
+    filters: Vec<StreamFilter>,
     created: u64,
     metrics: StreamMetrics,
     /// Boxed: most streams have none, and the hot fields stay together.
@@ -282,12 +300,17 @@ impl Simulation {
                 };
                 let function =
                     SequenceRecovery::new(params).map_err(|e| format!("stream {}: {e}", s.name))?;
+                if let Some(g) = r.guard.filter(|g| g.period < spec.duration) {
+                    let index = recovery.len() as u32;
+                    scheduler.at(g.period, Event::Guard(i as u32, index));
+                }
                 recovery.push(Recovery {
                     node: r.node,
                     ingress: r.ingress,
                     individual: r.individual,
                     keep_tag: r.keep_tag,
                     function,
+                    guard: r.guard.map(Guard::new),
                 });
             }
             let regulator = if let Some(rp) = &s.qcn {
@@ -332,6 +355,7 @@ impl Simulation {
                 generation: s.generation.map(|node| (node, SequenceGenerator::new())),
                 rtag_bytes: s.rtag_bytes,
                 recovery,
+                filters: s.filters.iter().map(StreamFilter::new).collect(),
                 created: 0,
                 metrics: StreamMetrics::new(spec.interval, spec.duration, spec.warmup),
                 control,
@@ -430,6 +454,7 @@ impl Simulation {
                 }
                 Event::Probe(stream) => self.send_probe(stream, now),
                 Event::Attack(attacker) => self.attack(attacker, now),
+                Event::Guard(stream, index) => self.guard(stream, index, now),
                 Event::Reflected(stream) => {
                     let control = self.control(stream);
                     control.received += 1;
@@ -509,6 +534,7 @@ impl Simulation {
             ingress: NO_PORT,
             probe: false,
             genuine: true,
+            unidentified: false,
         });
         if self.run_frer_functions(packet, talker, None, now) {
             self.forward(packet, start, len, NO_PORT, now);
@@ -540,6 +566,7 @@ impl Simulation {
             ingress: NO_PORT,
             probe: true,
             genuine: true,
+            unidentified: false,
         });
         self.forward(packet, start, len, NO_PORT, now);
     }
@@ -643,10 +670,18 @@ impl Simulation {
         let hop = &stream.hops[packet.hop as usize];
         let (port, start, len) = (hop.port, hop.next_start, hop.next_len);
         let node = self.ports[port as usize].to;
+        if packet.unidentified {
+            let class = stream.class;
+            self.drop_packet(port, class, packet_id, DropReason::NotIdentified, now);
+            return;
+        }
         if !self.attackers.is_empty() && !packet.probe {
             self.attackers_see(packet_id, port, now);
         }
-        if !packet.probe && !self.run_frer_functions(packet_id, node, Some(port), now) {
+        let passes = packet.probe
+            || (self.filter(packet_id, node, port, now)
+                && self.run_frer_functions(packet_id, node, Some(port), now));
+        if !passes {
             return;
         }
         if len == 0 {
@@ -673,6 +708,41 @@ impl Simulation {
             self.free_packets.push(packet_id);
         } else {
             self.forward(packet_id, start, len, port, now);
+        }
+    }
+
+    /// The first of its stream's filters that takes a packet arriving at `node` over `port` at
+    /// `now`: whether it passes (a packet it drops is freed).
+    fn filter(&mut self, packet_id: u32, node: u32, port: u32, now: SimTime) -> bool {
+        let packet = &self.packets[packet_id as usize];
+        let stream = &mut self.streams[packet.stream as usize];
+        let Some(filter) = stream.filters.iter_mut().find(|f| f.matches(node, port)) else {
+            return true;
+        };
+        let rtag = if packet.rtag.is_some() {
+            stream.rtag_bytes
+        } else {
+            0
+        };
+        let sdu = packet.bytes.saturating_sub(rtag + NON_SDU_BYTES);
+        if filter.pass(sdu, now) {
+            return true;
+        }
+        self.free_packets.push(packet_id);
+        false
+    }
+
+    /// The guard of recovery function `index` of `stream_id` looks at its counters at `now`,
+    /// maybe resets it, and looks again a period later while the sources run.
+    fn guard(&mut self, stream_id: u32, index: u32, now: SimTime) {
+        let r = &mut self.streams[stream_id as usize].recovery[index as usize];
+        let guard = r.guard.as_mut().expect("a guarded recovery function");
+        if guard.look(r.function.counters()) {
+            r.function.reset();
+        }
+        let next = now.plus(guard.spec.period);
+        if next < self.duration {
+            self.scheduler.at(next, Event::Guard(stream_id, index));
         }
     }
 
@@ -712,12 +782,23 @@ impl Simulation {
             _ => frame.rtag,
         };
         attacker.frames += 1;
-        let port = attacker.port;
+        let (port, identity) = (attacker.port, attacker.identity);
+        let identity_hop = self.streams[identity as usize]
+            .hops
+            .iter()
+            .position(|h| h.port == port);
+        let (stream, hop) = match identity_hop {
+            Some(hop) => (identity, hop as u32),
+            None => (frame.stream, frame.hop),
+        };
         let packet = self.alloc(Packet {
+            stream,
+            hop,
             rtag,
             created: now,
             ingress: NO_PORT,
             genuine: false,
+            unidentified: identity_hop.is_none(),
             ..frame
         });
         self.enqueue(port, packet, NO_PORT, now);
@@ -1029,9 +1110,20 @@ impl Simulation {
                     &stream.name,
                     &self.nodes[r.node as usize].name,
                     ingress,
-                    r.individual,
-                    r.keep_tag,
+                    (r.individual, r.keep_tag),
                     r.function.counters(),
+                    r.guard
+                        .as_ref()
+                        .map_or(GuardCounters::default(), |g| g.counters),
+                ));
+            }
+            for f in &stream.filters {
+                let ingress = f.ingress.map(|p| self.ports[p as usize].name.clone());
+                report.filters.push(FilterRow::new(
+                    &stream.name,
+                    &self.nodes[f.node as usize].name,
+                    ingress,
+                    &f.counters,
                 ));
             }
         }
@@ -1039,6 +1131,7 @@ impl Simulation {
             report.attacks.push(AttackRow {
                 port: self.ports[a.port as usize].name.clone(),
                 stream: self.streams[a.stream as usize].name.clone(),
+                identity: self.streams[a.identity as usize].name.clone(),
                 kind: a.kind.name(),
                 frames: a.frames,
             });

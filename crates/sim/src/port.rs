@@ -38,16 +38,20 @@ pub enum DropReason {
     LinkLoss,
     /// It is longer than every open window of its class's gate (it could never be sent).
     GateTooShort,
+    /// It crossed the link, and the far node identified no stream of it on that port (a frame
+    /// carrying the identity of a stream whose paths do not take the link).
+    NotIdentified,
 }
 
 impl DropReason {
     /// Every reason, in report order.
-    pub const ALL: [DropReason; 5] = [
+    pub const ALL: [DropReason; 6] = [
         DropReason::QueueFull,
         DropReason::BufferFull,
         DropReason::LinkDown,
         DropReason::LinkLoss,
         DropReason::GateTooShort,
+        DropReason::NotIdentified,
     ];
 }
 
@@ -73,7 +77,7 @@ pub struct ClassCounters {
     /// Frame bytes transmitted.
     pub tx_bytes: u64,
     /// Drops by reason, indexed like `DropReason::ALL`.
-    pub drops: [u64; 5],
+    pub drops: [u64; DropReason::ALL.len()],
     /// Largest queue occupancy seen, in buffer bytes.
     pub max_queue_bytes: u64,
 }

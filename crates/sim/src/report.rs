@@ -1,6 +1,7 @@
 //! The results of a run as plain rows, serialised to JSON for the Python side (which turns
 //! each table into a pandas DataFrame): per-stream summaries, per-interval series, per-port
-//! and per-node counters, each port's queue length and throughput per interval, FRER counters,
+//! and per-node counters, each port's queue length and throughput per interval, FRER counters
+//! (with the rogue-rate guards'), stream filters (802.1Qci),
 //! congestion control (PAUSE per link direction; QCN, BCN and FECN per port; per
 //! rate-controlled stream its messages and its rate per interval; control frames per link),
 //! what each attacker did, the optional trace, and how fast the run went.
@@ -10,9 +11,11 @@ use serde::Serialize;
 
 use crate::bcn::BcnPoint;
 use crate::fecn::FecnPoint;
+use crate::guard::GuardCounters;
 use crate::metrics::{IntervalRow, QueueInterval, StreamSummary};
 use crate::pause::{Pause, CONTROL_FRAME_BYTES};
 use crate::port::{ClassCounters, DropReason, Port};
+use crate::psfp::FilterCounters;
 use crate::qcn::CongestionPoint;
 use crate::units::SimTime;
 
@@ -31,6 +34,8 @@ pub struct Report {
     pub nodes: Vec<NodeRow>,
     /// One row per recovery function.
     pub frer: Vec<FrerRow>,
+    /// One row per stream filter (802.1Qci).
+    pub filters: Vec<FilterRow>,
     /// One row per link direction running PAUSE.
     pub pause: Vec<PauseRow>,
     /// One row per port with a QCN congestion point.
@@ -121,6 +126,8 @@ pub struct PortRow {
     pub drop_link_loss: u64,
     /// Frames longer than every gate window of their class.
     pub drop_gate_too_short: u64,
+    /// Frames that crossed the link and were not identified at the far node (`peer`).
+    pub drop_not_identified: u64,
 }
 
 impl PortRow {
@@ -140,6 +147,7 @@ impl PortRow {
             drop_link_down: d(DropReason::LinkDown),
             drop_link_loss: d(DropReason::LinkLoss),
             drop_gate_too_short: d(DropReason::GateTooShort),
+            drop_not_identified: d(DropReason::NotIdentified),
         }
     }
 }
@@ -415,17 +423,23 @@ pub struct FrerRow {
     /// Its clause-10 counters, flattened into the row under their own names.
     #[serde(flatten)]
     pub counters: RecoveryCounters,
+    /// Alarms of its rogue-rate guard (0 without one).
+    pub guard_alarms: u64,
+    /// Of those, alarms in a period in which it passed nothing (locked out).
+    pub guard_locked_out: u64,
+    /// Management resets its guard gave (also counted in `resets`).
+    pub guard_resets: u64,
 }
 
 impl FrerRow {
-    /// The row of one function.
+    /// The row of one function and its guard's counters.
     pub fn new(
         stream: &str,
         node: &str,
         ingress: Option<String>,
-        individual: bool,
-        keep_tag: bool,
+        (individual, keep_tag): (bool, bool),
         counters: &RecoveryCounters,
+        guard: GuardCounters,
     ) -> Self {
         FrerRow {
             stream: stream.to_string(),
@@ -434,6 +448,49 @@ impl FrerRow {
             individual,
             keep_tag,
             counters: *counters,
+            guard_alarms: guard.alarms,
+            guard_locked_out: guard.locked_out,
+            guard_resets: guard.resets,
+        }
+    }
+}
+
+/// What one stream filter did (ieee802-dot1q-psfp's counters).
+#[derive(Debug, Serialize)]
+pub struct FilterRow {
+    /// Stream name.
+    pub stream: String,
+    /// Node it filters at.
+    pub node: String,
+    /// The port whose frames it takes (a member path); `None`: every port into `node`.
+    pub ingress: Option<String>,
+    /// Frames it took.
+    pub matching_frames: u64,
+    /// Frames that passed the size check and the meter.
+    pub passing_frames: u64,
+    /// Frames within the maximum SDU size.
+    pub passing_sdu: u64,
+    /// Frames above the maximum SDU size, dropped.
+    pub not_passing_sdu: u64,
+    /// Frames red at the flow meter, dropped.
+    pub red_frames: u64,
+    /// SDU octets of the frames that passed.
+    pub passing_octets: u64,
+}
+
+impl FilterRow {
+    /// The row of one filter.
+    pub fn new(stream: &str, node: &str, ingress: Option<String>, c: &FilterCounters) -> Self {
+        FilterRow {
+            stream: stream.to_string(),
+            node: node.to_string(),
+            ingress,
+            matching_frames: c.matching_frames,
+            passing_frames: c.passing_frames,
+            passing_sdu: c.passing_sdu,
+            not_passing_sdu: c.not_passing_sdu,
+            red_frames: c.red_frames,
+            passing_octets: c.passing_octets,
         }
     }
 }
@@ -445,6 +502,8 @@ pub struct AttackRow {
     pub port: String,
     /// The stream it attacked.
     pub stream: String,
+    /// The stream whose identity its frames carried.
+    pub identity: String,
     /// inject, replay, babble or strip_tag.
     pub kind: &'static str,
     /// Frames it sent (inject, replay, babble) or stripped of their R-TAG (strip_tag).

@@ -125,6 +125,7 @@ mod tests {
             generation: None,
             rtag_bytes: 0,
             recovery: vec![],
+            filters: vec![],
             qcn: None,
             bcn: None,
             fecn: None,

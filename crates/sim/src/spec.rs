@@ -11,7 +11,9 @@ use serde::Deserialize;
 use crate::attack::AttackSpec;
 use crate::bcn::{BcnPointSpec, BcnReactionSpec};
 use crate::fecn::{FecnPointSpec, FecnSourceSpec};
+use crate::guard::GuardSpec;
 use crate::pause::PauseSpec;
+use crate::psfp::FilterSpec;
 use crate::qcn::{QcnPointSpec, QcnReactionSpec};
 use crate::units::{BitsPerSec, Bytes, SimTime};
 
@@ -189,6 +191,10 @@ pub struct StreamSpec {
     /// Sequence / individual recovery functions, applied in this order at their nodes.
     #[serde(default)]
     pub recovery: Vec<RecoverySpec>,
+    /// Stream filters (802.1Qci) applied to the stream's frames where they arrive, before the
+    /// node's FRER functions; of those that take a frame, the first in this order.
+    #[serde(default)]
+    pub filters: Vec<FilterSpec>,
     /// QCN reaction point: the stream's rate follows congestion notifications.
     #[serde(default)]
     pub qcn: Option<QcnReactionSpec>,
@@ -278,6 +284,9 @@ pub struct RecoverySpec {
     /// frerSeqRcvyTakeNoSequence.
     #[serde(default)]
     pub take_no_sequence: bool,
+    /// The rogue-rate guard watching it, if any.
+    #[serde(default)]
+    pub guard: Option<GuardSpec>,
 }
 
 impl Spec {
@@ -655,6 +664,30 @@ fn check_stream(
             return Err(format!(
                 "stream {name}: recovery node {} out of range (0..{nodes})",
                 r.node
+            ));
+        }
+        if r.guard.is_some_and(|g| g.period.0 == 0) {
+            return Err(format!(
+                "stream {name}: guard period 0 is out of range (> 0)"
+            ));
+        }
+    }
+    let ports_to: Vec<u32> = port_specs.iter().map(|p| p.to).collect();
+    for (index, filter) in stream.filters.iter().enumerate() {
+        if filter.node >= nodes {
+            return Err(format!(
+                "stream {name}: stream filter {index}: node {} out of range (0..{nodes})",
+                filter.node
+            ));
+        }
+        filter.check(name, index, &ports_to)?;
+        let arrives = |h: &HopSpec| match filter.ingress {
+            Some(port) => h.port == port,
+            None => ports_to[h.port as usize] == filter.node,
+        };
+        if !stream.hops.iter().any(arrives) {
+            return Err(format!(
+                "stream {name}: stream filter {index}: no frame of the stream arrives there"
             ));
         }
     }

@@ -10,7 +10,8 @@
     result.ports, result.nodes, result.frer, result.trace
     result.pause, result.qcn_ports, result.bcn_ports, result.fecn_ports    # congestion control
     result.cn_streams, result.rate_series, result.control
-    result.attacks        # per attacker: port, stream, kind, frames sent or stripped
+    result.attacks        # per attacker: port, stream, identity, kind, frames sent or stripped
+    result.filters        # per 802.1Qci stream filter: matching, passing, too large, red frames
     sim.sweep(scenario, {"streams.video.rate": ["100Mbps", "200Mbps"]})
 
 A scenario may be given as a path, a dict or a `Scenario`; `overrides` set fields by dotted
@@ -38,7 +39,7 @@ from frerlab.sim.compile import compile_spec
 from frerlab.sim.schema import Scenario, parse_scenario, read_data
 from frerlab.yamlfile import set_field
 
-TABLES = ("streams", "series", "ports", "port_series", "nodes", "frer", "pause", "qcn_ports", "bcn_ports",
+TABLES = ("streams", "series", "ports", "port_series", "nodes", "frer", "filters", "pause", "qcn_ports", "bcn_ports",
           "fecn_ports", "cn_streams", "rate_series", "control", "attacks", "trace")
 
 
@@ -129,6 +130,13 @@ class SimResult:
         sent), back_frames (notifications and reflected probes that crossed its link towards its
         node), control_bytes (64 B each)."""
         return self.tables["control"]
+
+    @property
+    def filters(self) -> pd.DataFrame:
+        """One row per stream filter (`stream`, `node`, `ingress`: the port whose frames it takes,
+        none for every link): matching_frames, passing_frames, passing_sdu, not_passing_sdu (too
+        large), red_frames (dropped by the meter), passing_octets (SDU)."""
+        return self.tables["filters"]
 
     @property
     def attacks(self) -> pd.DataFrame:

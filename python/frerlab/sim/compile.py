@@ -6,7 +6,8 @@ switch ports and streams it applies to; PAUSE asked to be lossless gets its thre
 (frerlab.sim.lossless). A name that does not resolve or a path that is broken
 is a ValueError naming it; Scenario's validation calls compile_spec, so a file that validates
 compiles. A link's attacks go to the port that sends towards their `direction`, their times and
-rates become the engine's (`every`, picoseconds between two frames). Also the helpers that read the same structure: port names, a stream's line rate.
+rates become the engine's (`every`, picoseconds between two frames); a stream filter's link
+becomes the port that sends over it towards the filter's node. Also the helpers that read the same structure: port names, a stream's line rate.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from __future__ import annotations
 from typing import Any
 
 from frerlab.sim import lossless
-from frerlab.sim.schema import (CLASSES, Attack, BcnNetwork, Egress, Exponential, FecnNetwork, Link, OnOff, Pause,
-                                QcnNetwork, Recovery, Scenario, Stream, StripTag, UniformSize)
+from frerlab.sim.schema import (CLASSES, Attack, BcnNetwork, Egress, Exponential, FecnNetwork, Inject, Link, OnOff,
+                                Pause, QcnNetwork, Recovery, Scenario, Stream, StreamFilter, StripTag, UniformSize)
 from frerlab.units import time_text
 
 
@@ -118,7 +119,13 @@ def _compile_attack(sc: Scenario, link: Link, number: int, attack: Attack, strea
         raise ValueError(f"{owner}: start {time_text(attack.start)} and end {time_text(end)} are out of range "
                          f"(start < end <= the duration {time_text(sc.duration)})")
     spec: dict[str, Any] = {"stream": index, "start": attack.start, "end": end, "every": None, "count": None,
-                            "action": attack.model_dump(include={"kind", "offset", "age"})}
+                            "identity": None, "action": attack.model_dump(include={"kind", "offset", "age"})}
+    if isinstance(attack, Inject) and attack.identity is not None:
+        if attack.identity not in names or attack.identity == attack.stream:
+            others = [n for n in names if n != attack.stream]
+            raise ValueError(f"{owner}: identity {attack.identity!r} is not another stream "
+                             f"(other streams: {', '.join(others) or 'none'})")
+        spec["identity"] = names.index(attack.identity)
     if not isinstance(attack, StripTag):
         if attack.count is not None:
             spec["every"], spec["count"] = (end - attack.start) // attack.count, attack.count
@@ -248,6 +255,9 @@ def _compile_stream(s: Stream, node_index: dict, links: dict, port_index: dict) 
         spec["generation"] = node_index[gen]
         spec["rtag_bytes"] = s.frer.rtag_bytes
         spec["recovery"] = [_compile_recovery(s.name, r, node_index, links, port_index) for r in s.frer.sequence_recovery]
+        arrivals = _arrivals(s, s.paths or [shortest_path(s, links)], links)
+        spec["filters"] = [_compile_filter(s.name, number, f, arrivals, node_index, links, port_index)
+                           for number, f in enumerate(s.frer.stream_filters)]
     for name in ("qcn", "bcn", "fecn"):
         if getattr(s, name) is not None:
             spec[name] = getattr(s, name).model_dump()
@@ -308,6 +318,40 @@ def _check_recovery_placement(s: Stream, paths: list[list[str]], links: dict) ->
                              "keep_tag: true, or set take_no_sequence: true")
 
 
+def _arrivals(s: Stream, paths: list[list[str]], links: dict) -> dict[str, set[str]]:
+    """Per node, the links over which the stream's frames arrive there (paths already checked)."""
+    arrivals: dict[str, set[str]] = {}
+    for path in paths:
+        at = s.talker
+        for link_name in path:
+            link = links[link_name]
+            at = link.b if at == link.a else link.a
+            arrivals.setdefault(at, set()).add(link_name)
+    return arrivals
+
+
+def _compile_filter(stream: str, number: int, f: StreamFilter, arrivals: dict[str, set[str]], node_index: dict,
+                    links: dict, port_index: dict) -> dict[str, Any]:
+    """A stream filter's spec: its node's index and, for a filter over one link, the port that
+    sends over it towards the node."""
+    owner = f"stream {stream}: stream_filters {number}"
+    if f.node not in node_index:
+        raise ValueError(f"{owner}: " + _known("node", f.node, node_index))
+    over = sorted(arrivals.get(f.node, ()))
+    if not over:
+        raise ValueError(f"{owner}: no frame of the stream arrives at {f.node!r} (it arrives at: "
+                         f"{', '.join(sorted(arrivals))})")
+    ingress = None
+    if f.link is not None:
+        if f.link not in over:
+            raise ValueError(f"{owner}: link {f.link!r} is not one the stream arrives at {f.node!r} over "
+                             f"(it arrives over: {', '.join(over)})")
+        link = links[f.link]
+        ingress = port_index[(f.link, link.b if f.node == link.a else link.a)]
+    meter = None if f.rate is None else {"rate": f.rate, "burst": f.burst}
+    return {"node": node_index[f.node], "ingress": ingress, "max_sdu": f.max_sdu, "meter": meter}
+
+
 def _compile_recovery(stream: str, r: Recovery, node_index: dict, links: dict, port_index: dict) -> dict[str, Any]:
     if r.node not in node_index:
         raise ValueError(f"stream {stream}: sequence_recovery " + _known("node", r.node, node_index))
@@ -324,6 +368,7 @@ def _compile_recovery(stream: str, r: Recovery, node_index: dict, links: dict, p
         "node": node_index[r.node], "ingress": ingress, "algorithm": r.algorithm,
         "history_length": r.history_length, "reset_timeout": r.reset_timeout_ps(),
         "individual": r.individual_recovery, "take_no_sequence": r.take_no_sequence, "keep_tag": r.keep_tag,
+        "guard": None if r.guard is None else r.guard.model_dump(),
     }
 
 

@@ -23,7 +23,9 @@ frames towards one of its ends (`direction`) with a stream's identity: `inject` 
 sequence number, `offset` after the last one seen), `replay` (a frame seen `age` frames before
 the last one), `babble` (the last frame, again and again), each at `rate` frames/s or `count`
 frames over [start, end); or `strip_tag` (the stream's frames crossing towards `direction` lose
-their R-TAG).
+their R-TAG). An inject's `identity` names another stream whose identity its frames carry.
+The defences: a stream's `frer.stream_filters` (802.1Qci per-stream filtering and policing at a
+node, over one link or any) and a recovery function's `guard` (the rogue-rate guard).
 """
 
 from __future__ import annotations
@@ -106,6 +108,12 @@ FECN_MAX_INCREASE = 2.0
 # R-TAG sequence numbers are 16 bits (802.1CB 7.8); a replay reaches back at most one whole wrap
 # (the same limit as crates/sim's attack::MAX_REPLAY_AGE).
 SEQ_SPACE = 1 << 16
+# The rogue-rate guard's longest period, as the testbed's (frerlab.dataplane.control.guard).
+MAX_GUARD_PERIOD_PS = 60 * 10**12
+# A flow meter's limits, as the data plane's (docs/dataplane.md: CIR 0..10^12 bit/s, CBS
+# 1..10^9 octets).
+MAX_METER_RATE = 10**12
+MAX_METER_BURST = 10**9
 
 
 class _Model(BaseModel):
@@ -318,6 +326,7 @@ class Inject(_Sending):
 
     kind: Literal["inject"]
     offset: int = Field(ge=0, lt=SEQ_SPACE, description="added to the last sequence number seen")
+    identity: str | None = Field(None, description="another stream whose identity the forged frames carry")
 
 
 class Replay(_Sending):
@@ -412,6 +421,37 @@ FrameSize = Annotated[
 ]
 
 
+class Guard(_Model):
+    """The rogue-rate guard of a recovery function, the testbed's rule
+    (frerlab.dataplane.control.guard): every `period` more than `threshold` new rogue frames is
+    an alarm; if the function also passed nothing in that period (locked out) and `reset` is
+    set, it gets a management reset (802.1CB 10.4.1.4)."""
+
+    threshold: int = Field(ge=0, lt=2**63, description="more rogue frames than this in a period is an alarm")
+    period: Annotated[Time, at_most(MAX_GUARD_PERIOD_PS)] = Field(gt=0, description="how often it looks")
+    reset: bool = Field(False, description="reset a locked-out function")
+
+
+class StreamFilter(_Model):
+    """An 802.1Qci stream filter at `node` for the stream's frames received over `link` (a member
+    path; none: over any link), before the node's FRER functions: a frame whose SDU (the frame
+    less its MACs, FCS and R-TAG) is above `max_sdu` is dropped, and with `rate` and `burst` a
+    colour-blind single-rate token bucket drops the red ones (docs/security-sim.md)."""
+
+    node: str
+    link: str | None = Field(None, description="link name: only frames received over it; none: any link")
+    rate: Rate | None = Field(None, ge=0, le=MAX_METER_RATE, description="the meter's CIR, SDU bit/s")
+    burst: Size | None = Field(None, ge=1, le=MAX_METER_BURST, description="the meter's CBS, SDU octets")
+    max_sdu: Size | None = Field(None, ge=1, description="larger SDUs are dropped; none: any size")
+
+    @model_validator(mode="after")
+    def _rate_with_burst(self) -> StreamFilter:
+        if (self.rate is None) != (self.burst is None):
+            raise ValueError(f"stream filter at {self.node}: rate {self.rate} and burst {self.burst}: give both "
+                             "(a flow meter) or neither")
+        return self
+
+
 class Recovery(_Model):
     """A sequence recovery function (or individual recovery of one member stream). Defaults
     are frerlab's, as for the data plane (docs/8021cb-decisions.md, "Defaults"): history 32,
@@ -430,6 +470,7 @@ class Recovery(_Model):
     take_no_sequence: bool = False
     keep_tag: bool = Field(False, description="passed frames keep their R-TAG (a relay that recovers and "
                                               "replicates again)")
+    guard: Guard | None = Field(None, description="the rogue-rate guard watching it")
 
     @model_validator(mode="after")
     def _keep_tag_of_a_sequence_recovery(self) -> Recovery:
@@ -453,6 +494,7 @@ class Frer(_Model):
     sequence_generation: str = Field(description="node that numbers frames (before replication)")
     rtag_bytes: int = Field(6, ge=0, le=64, description="bytes the R-TAG adds on the wire")
     sequence_recovery: list[Recovery] = Field(default_factory=list)
+    stream_filters: list[StreamFilter] = Field(default_factory=list, description="802.1Qci filters and policing")
 
 
 class QcnReaction(_Model):
