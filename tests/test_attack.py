@@ -249,6 +249,27 @@ def test_replay_beyond_the_window_is_rogue_for_vector(tb, tmp_path):
         assert f <= d["duplicates"] <= 2 * f, run.summary(r)
 
 
+#: A stream that wraps its 16-bit numbers early: 10,000 frames/s carries 65,536 in 6.6 s.
+WRAP_STREAM = run.Stream(rate_fps=10_000, frame_size=128, duration_s=8.5, interval_s=0.1)
+
+
+@needs_bpf
+def test_replay_across_the_wrap_is_taken_as_a_number_ahead(tb, tmp_path):
+    # the frame recorded 65528 numbers ago carries, one wrap later, a number 8 ahead of the stream
+    a = spec.attack("replay-wrap", {"start": "6.8s"})
+    r = run.run(tb.name, a, "a", WRAP_STREAM, tmp_path)
+    d, c, f = r["listener"], r["recovery"], r["injected"]["sent"]
+    assert f == 40 and r["injected"]["skipped"] == 0 and d["forged"] == 0, run.summary(r)
+    if algorithm(tb) == "vector":  # taken: its stale payload is a duplicate, the genuine frame it displaces lost
+        assert 0.9 * f <= d["duplicates"] == d["lost"] <= f and c["rogue_packets"] == 0, run.summary(r)
+    else:  # passed as every number differing from the last: a stale duplicate each, nothing lost
+        assert d["lost"] == 0 and f <= d["duplicates"] <= 2 * f, run.summary(r)
+    with pytest.raises(UsageError, match=re.escape("replay: age 65528 needs 65528 frames recorded before the "
+                                                   "attack's start: at 10000 frames/s start it at 6.653 s or later "
+                                                   "(it is 5 s)")):
+        run.run(tb.name, spec.attack("replay-wrap", {"start": "5s"}), "a", WRAP_STREAM, tmp_path / "early")
+
+
 @needs_bpf
 def test_strip_tag(tb, tmp_path):
     r, _ = attack(tb, tmp_path, "strip-tag")
@@ -256,6 +277,31 @@ def test_strip_tag(tb, tmp_path):
     assert (d["lost"], d["duplicates"], c["tagless_packets"]) == (0, 0, f) and f == 40, run.summary(r)
     assert c["passed_packets"] == c["discarded_packets"], run.summary(r)
     assert r["verdict"].startswith("NO HARM") and r["detected_by"] == ["tagless"]
+
+
+@needs_bpf
+def test_take_no_sequence_passes_a_stripped_frame_and_individual_recovery_takes_the_babble(tmp_path):
+    with bed.Testbed(name=f"atkt{os.getpid() % 100000}", reset_timeout_ms=RESET_TIMEOUT_MS, take_no_sequence=True,
+                     individual_recovery=True) as t:
+        stripped = run.run(t.name, spec.attack("strip-tag"), "a", STREAM, tmp_path / "strip")
+        babble = run.run(t.name, spec.attack("babble"), "a", STREAM, tmp_path / "babble")
+        functions = {(f["function"], f["port"]): f for st in bed.status_dataplane(t.name, "sw2")["streams"]
+                     if st["handle"] == run.STREAM for f in st["recovery"]}
+    # take-no-sequence (10.4.1.6): every frame without an R-TAG passes, each a duplicate
+    d, c, f = stripped["listener"], stripped["recovery"], stripped["injected"]["sent"]
+    assert (d["lost"], d["duplicates"], c["tagless_packets"]) == (0, f, f) and f == 40, run.summary(stripped)
+    # individual recovery (7.5) on path a's port discards the babbled numbers before the
+    # sequence recovery function sees them; its 1 ms default reset timeout resets it on this
+    # machine's jitter, and a reset hands its window to the next frame, a babbled one at times:
+    # the sequence function counts those few as rogue
+    assert set(functions) == {("individual", "p1"), ("individual", "p2"), ("sequence", None)}, functions
+    d, c, f = babble["listener"], babble["recovery"], babble["injected"]["sent"]
+    assert (d["lost"], d["duplicates"]) == (0, 0) and f >= 4500, run.summary(babble)
+    individual = functions["individual", "p1"]
+    assert individual["rogue_packets"] + individual["discarded_packets"] >= f, individual
+    assert c["rogue_packets"] <= 0.05 * f, run.summary(babble)
+    assert babble["individual"]["rogue_packets"] > 0.5 * f, run.summary(babble)  # the result shows where
+    assert "rogue at p1's individual recovery" in babble["detected_by"], babble["detected_by"]
 
 
 @needs_bpf

@@ -91,14 +91,15 @@ def test_the_guard_s_bad_input_is_one_clear_error(capsys):
 
 
 @needs_bpf
-def test_the_suite_tables_each_attack_without_and_with_the_guard(tmp_path, capsys):
+def test_the_suite_tables_each_attack_under_each_defence_alone_and_together(tmp_path, capsys):
     out = tmp_path / "suite"
     assert main(["attack", "suite", "--attacks", "inject-ahead,inject-after-reset", "--algorithms", "vector",
                  "--reset-timeout", str(RESET_TIMEOUT_MS), "--guard", f"{THRESHOLD},{PERIOD_S}", "--duration", "3",
                  "--police", str(POLICE_BPS), "-o", str(out), "--json"]) == 0
     table = json.loads(capsys.readouterr().out)
     groups = {(g["attack"], g["defence"]): g for g in table["groups"]}
-    assert set(groups) == {(a, d) for a in ("inject-ahead", "inject-after-reset") for d in ("none", "guard", "police")}
+    assert set(groups) == {(a, d) for a in ("inject-ahead", "inject-after-reset")
+                           for d in ("none", "guard", "police", "guard+police")}
     # 40 forged frames at 50/s are within the meter's headroom and burst: policing does not stop them
     assert groups["inject-ahead", "police"]["forged"][0] >= 30, groups["inject-ahead", "police"]
     for row in table["runs"]:  # each row is its run's result, as written
@@ -108,18 +109,20 @@ def test_the_suite_tables_each_attack_without_and_with_the_guard(tmp_path, capsy
     for defence in ("none", "guard"):
         ahead = groups["inject-ahead", defence]
         assert ahead["lost_to_attack"] == ahead["forged"] and ahead["guard_alarms"] == [0, 0], ahead
-    bare, guarded = groups["inject-after-reset", "none"], groups["inject-after-reset", "guard"]
-    taken = guarded["forged"][1]  # each delivered forged frame took the window once (see above)
-    assert guarded["lost_to_attack"][1] <= 3 * PERIOD_S * STREAM.rate_fps * taken + 20, guarded
-    assert guarded["lost_to_attack"][1] < bare["lost_to_attack"][0] / 2, (guarded, bare)
+    bare = groups["inject-after-reset", "none"]
+    for defence in ("guard", "guard+police"):  # policing changes nothing of a lock-out; the guard bounds it
+        guarded = groups["inject-after-reset", defence]
+        taken = guarded["forged"][1]  # each delivered forged frame took the window once (see above)
+        assert guarded["lost_to_attack"][1] <= 3 * PERIOD_S * STREAM.rate_fps * taken + 20, guarded
+        assert guarded["lost_to_attack"][1] < bare["lost_to_attack"][0] / 2, (guarded, bare)
     assert (out / "vector/inject-after-reset/guard/r1/guard.json").is_file()
     markdown = (out / "suite.md").read_text()
     assert "| vector | inject-after-reset | guard | 1 |" in markdown and (out / "suite.csv").is_file()
 
 
-#: The policing rate: the stream's SDU rate on a path (2000 frames/s x 230 octets after the
-#: MACs, the path's VLAN tag and the R-TAG = 3.68 Mbit/s) and 8.7 % more; a 10 kB burst.
-POLICE_BPS, POLICE_BURST = 4_000_000, 10_000
+#: The policing rate: the stream's SDU rate on a path (2000 frames/s x 240 octets: a 256-byte
+#: frame without its MACs and FCS = 3.84 Mbit/s) and 4.2 % more; a 10 kB burst.
+POLICE_BPS, POLICE_BURST, SDU = 4_000_000, 10_000, 240
 
 
 @needs_bpf
@@ -133,7 +136,7 @@ def test_policing_each_path_bounds_what_a_babbler_gets_past_match_recovery(tmp_p
     # the meter is colour-blind: while the babble lasts it passes at most its rate (and burst) of
     # path a's frames, babbled or genuine; with match every babbled frame past it is a duplicate
     # (unpoliced, every one of the `sent`), the genuine copies it drops come on path b
-    passed = (POLICE_BURST + POLICE_BPS / 8 * babble) / 230
+    passed = (POLICE_BURST + POLICE_BPS / 8 * babble) / SDU
     assert r["listener"]["lost"] == 0 and r["listener"]["duplicates"] <= 1.1 * passed < sent / 4, \
         (passed, run.summary(r))
     assert sw2["red_frames"] >= sent - 1.1 * passed, sw2

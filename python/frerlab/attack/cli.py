@@ -7,7 +7,8 @@ import sys
 import time
 from pathlib import Path
 
-from frerlab.attack import run, spec
+from frerlab.attack import recommended, run, spec
+from frerlab.attack.suite import DEFENCES, Guard, markdown, run_suite
 from frerlab.cli_output import add_json, add_output, emit
 from frerlab.errors import UsageError
 from frerlab.names import output_dir
@@ -22,8 +23,9 @@ the eliminating node's counters and latent error detection showed of it (docs/se
 and duration are alternatives). Raw results are written first (meta.json, send.json,
 recv.json, inject.json, counters.json), then result.json.
 
-exit status: 0 the attack ran and its harm was measured (harm or none), 2 bad input, 4 a
-tool or the testbed failed, 130 interrupted (the injector stopped, every path restored).
+exit status: 0 the attack ran and its harm was measured (harm or none; suite --recommended:
+and every run held to the harm stated for it, else 1), 2 bad input, 4 a tool or the testbed
+failed, 130 interrupted (the injector stopped, every path restored).
 
 examples:
   frerlab attack list
@@ -32,6 +34,8 @@ examples:
   frerlab attack run inject-after-reset --testbed atk --set outage=0.3s --set rate=20 -o results/reset --json
   frerlab attack run replay --testbed atk --path b --set age=40 --duration 3 -o results/replay-rogue
   frerlab attack suite --guard 20,0.05 --police 5Mbps --reset-timeout 200 -o results/attack-suite
+  frerlab attack suite --algorithms match --individual-recovery --take-no-sequence -o results/match-ir
+  frerlab attack suite --recommended -o results/recommended
 """
 
 
@@ -53,18 +57,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_json(r)
     r.set_defaults(func=_run)
 
-    su = verbs.add_parser("suite", help="every attack on a temporary testbed per algorithm, without and with the "
-                          "rogue-rate guard: one table of the harm", epilog=EPILOG,
-                          formatter_class=argparse.RawDescriptionHelpFormatter)
+    su = verbs.add_parser("suite", help="every attack on a temporary testbed per algorithm, under each defence: "
+                          "one table of the harm", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     su.add_argument("--attacks", help="comma-separated (default: every attack of `frerlab attack list`)")
-    su.add_argument("--algorithms", default="vector,match", help="comma-separated (default vector,match)")
-    su.add_argument("--reset-timeout", type=int, default=bed.Settings.reset_timeout_ms,
+    su.add_argument("--algorithms", help="comma-separated (default vector,match)")
+    su.add_argument("--history-length", type=int, help="the eliminating node's (2..1024, default 32)")
+    su.add_argument("--reset-timeout", type=int,
                     help=f"the eliminating node's, ms (default {bed.Settings.reset_timeout_ms})")
+    su.add_argument("--take-no-sequence", action="store_true", default=None,
+                    help="its sequence recovery passes frames without an R-TAG (802.1CB 10.4.1.6)")
+    su.add_argument("--individual-recovery", action="store_true", default=None,
+                    help="an individual recovery function per path port in front of it (802.1CB 7.5)")
     su.add_argument("--repetitions", type=int, default=1, help="runs of each (1..100, default 1)")
-    su.add_argument("--guard", metavar="THRESHOLD,PERIOD", help="also run each under the rogue-rate guard with reset "
+    su.add_argument("--guard", metavar="THRESHOLD,PERIOD", help="the rogue-rate guard with reset "
                     "(`frerlab dataplane guard`): rogue frames per period, seconds (e.g. 20,0.05)")
-    su.add_argument("--police", metavar="RATE", help="also run each on a testbed policing each path's copies at this "
-                    "SDU rate (testbed --police; e.g. 5Mbps)")
+    su.add_argument("--police", metavar="RATE", help="a testbed policing each path's copies at this SDU rate "
+                    "(testbed --police; e.g. 5Mbps)")
+    su.add_argument("--defences", help=f"comma-separated, of {', '.join(DEFENCES)} (default: none, and each "
+                    "defence given alone and together)")
+    su.add_argument("--recommended", action="store_true",
+                    help="frerlab's recommended configuration (docs/security.md) under both defences, each row "
+                         "checked against the harm stated for it (exit status 1 if one exceeds it); sets the "
+                         "algorithm, the recovery settings and the defences itself")
     _stream_options(su)
     add_output(su, "suite directory: a run directory per algorithm, attack, defence and repetition; suite.json, "
                    "suite.csv, suite.md", required=True)
@@ -92,9 +106,25 @@ def _stream(args: argparse.Namespace) -> run.Stream:
     return stream
 
 
-def _suite(args: argparse.Namespace) -> int:
-    from frerlab.attack.suite import Guard, markdown, run_suite
+#: What --recommended sets itself (the suite's options it refuses beside it).
+RECOMMENDED_SETS = ("algorithms", "history_length", "reset_timeout", "take_no_sequence", "individual_recovery",
+                    "guard", "police", "defences")
 
+
+def _suite(args: argparse.Namespace) -> int:
+    stream = _stream(args)
+    out = output_dir(args.output, "-o/--output")
+    attacks = args.attacks.split(",") if args.attacks else list(spec.catalog())
+    say = (lambda line: None) if args.json else (lambda line: print(line, file=sys.stderr))
+    if args.recommended:
+        given = [name for name in RECOMMENDED_SETS if getattr(args, name) is not None]
+        if given:
+            raise UsageError(f"--recommended sets --{given[0].replace('_', '-')} itself; leave it out")
+        table = run_suite(out, attacks, [recommended.ALGORITHM], stream, recommended.TESTBED, args.repetitions,
+                          recommended.GUARD, recommended.police_rate(stream), [recommended.DEFENCE],
+                          recommended.bound, say)
+        emit(args, table, markdown(table))
+        return 0 if all(g["holds"] for g in table["groups"]) else 1
     guard = None
     if args.guard:
         try:
@@ -103,11 +133,12 @@ def _suite(args: argparse.Namespace) -> int:
         except ValueError:
             raise UsageError(f"--guard {args.guard!r} is not THRESHOLD,PERIOD (rogue frames, seconds: like 20,0.05)") \
                 from None
-    stream = _stream(args)
-    out = output_dir(args.output, "-o/--output")
-    attacks = args.attacks.split(",") if args.attacks else list(spec.catalog())
-    table = run_suite(out, attacks, args.algorithms.split(","), stream, args.reset_timeout, args.repetitions, guard,
-                      args.police, say=(lambda line: None) if args.json else (lambda line: print(line, file=sys.stderr)))
+    testbed = {name: value for name, value in (
+        ("history_length", args.history_length), ("reset_timeout_ms", args.reset_timeout),
+        ("take_no_sequence", args.take_no_sequence), ("individual_recovery", args.individual_recovery))
+        if value is not None}
+    table = run_suite(out, attacks, (args.algorithms or "vector,match").split(","), stream, testbed, args.repetitions,
+                      guard, args.police, args.defences.split(",") if args.defences else None, say=say)
     emit(args, table, markdown(table))
     return 0
 

@@ -65,6 +65,9 @@ STREAM = failover.STREAM
 RECORD_IF, SEND_IF = "in", "out"
 #: Seconds the listener waits after the last frame before it ends (beyond any silence the attack makes).
 IDLE_S = 1.0
+#: Seconds of the stream a replay's recording is not counted on (the recording starts with the
+#: stream, the start counts from its first frame at the listener).
+RECORD_MARGIN_S = 0.1
 #: Longest stream, seconds.
 MAX_DURATION_S = 3600
 #: Counters of the eliminating node's port that show frames of no stream (left to the kernel).
@@ -105,7 +108,8 @@ def check_fits(a: spec.Attack, path: str, settings: dict, stream: Stream, tb_nam
     """UsageError unless attack `a` on `path` fits testbed `tb_name` (its `settings`) and the
     stream: FRER mode; an `ahead` inside the history window for inject-ahead and
     foreign-identity, outside it for inject-far and inject-after-reset; an outage longer than
-    the reset timeout; the attack's end before the stream's."""
+    the reset timeout; for replay, `age` frames recorded before its start; the attack's end
+    before the stream's."""
     if settings["mode"] != "frer":
         raise UsageError(f"testbed {tb_name!r} runs in {settings['mode']} mode: no FRER to attack "
                          "(frerlab testbed up --mode frer)")
@@ -124,6 +128,11 @@ def check_fits(a: spec.Attack, path: str, settings: dict, stream: Stream, tb_nam
     if a.kind == "inject-after-reset" and not a.outage > timeout:
         raise UsageError(f"inject-after-reset: outage {a.outage:g} s is not longer than the reset timeout of "
                          f"testbed {tb_name!r} ({timeout:g} s): no reset would follow it")
+    earliest = getattr(a, "age", 0) / stream.rate_fps + RECORD_MARGIN_S
+    if a.kind == "replay" and a.start < earliest:
+        raise UsageError(f"replay: age {a.age} needs {a.age} frames recorded before the attack's start: at "
+                         f"{stream.rate_fps} frames/s start it at {earliest:.4g} s or later (it is {a.start:g} s), "
+                         "or run a faster stream (--rate-fps)")
     end = a.start + getattr(a, "outage", 0.0) + a.length_s()
     if not end < stream.duration_s:
         raise UsageError(f"the attack ends {end:g} s into the stream, not before the stream does "
@@ -140,7 +149,8 @@ def injector_plan(a: spec.Attack, path: str, timeout_s: float) -> dict:
         readdress = ({"dst_mac": plan.TALKER_MAC, "vid": None} if a.identity == "reverse"
                      else {"dst_mac": None, "vid": plan.PATH_VLANS[other]})
     return {"attack": a.model_dump(), "record": RECORD_IF, "send": SEND_IF, "dst_mac": plan.LISTENER_MAC,
-            "port": PORT, "ring": spec.RING, "timeout_s": timeout_s, "readdress": readdress}
+            "port": PORT, "ring": max(spec.RING, getattr(a, "age", 0) + 1), "timeout_s": timeout_s,
+            "readdress": readdress}
 
 
 class Injector:
@@ -302,6 +312,13 @@ def _port(snapshot: dict, port: str) -> dict:
     return found
 
 
+def _individual(snapshot: dict, port: str) -> dict | None:
+    """The clause-10 counters of the stream's individual recovery function on `port` (None: none)."""
+    (stream,) = [st for st in snapshot["streams"] if st["handle"] == STREAM]
+    found = [r for r in stream["recovery"] if r["function"] == "individual" and r["port"] == port]
+    return {k: found[0][k] for k in COUNTER_NAMES} if found else None
+
+
 def _latent(snapshot: dict) -> dict | None:
     """The latent error findings of the stream at a node (None where its monitor wrote none)."""
     functions = (snapshot.get("latent") or {}).get("functions", [])
@@ -360,6 +377,8 @@ def analyse(a: spec.Attack, path: str, stream: Stream, settings: dict, sender: d
     rcvy = _delta(*(failover.recovery_totals(s)[str(STREAM)] for s in (before, after)), COUNTER_NAMES)
     port = plan.PATH_PORTS[path] if node.startswith("sw") else plan.HOST_PORT
     port_counts = _delta(_port(before, port), _port(after, port), PORT_COUNTERS)
+    individual = (_delta(_individual(before, port), _individual(after, port), COUNTER_NAMES)
+                  if _individual(after, port) else None)
     other = next(p for p in bed.PATHS if p != path)
     outage_lost = 0
     if a.kind == "inject-after-reset":
@@ -381,12 +400,14 @@ def analyse(a: spec.Attack, path: str, stream: Stream, settings: dict, sender: d
     signals = {"rogue": rcvy["rogue_packets"], "tagless": rcvy["tagless_packets"], "lost": rcvy["lost_packets"],
                "out-of-order": rcvy["out_of_order_packets"], "resets": rcvy["resets"] - 1,
                f"left to the kernel on {port}": port_counts["to_stack"],
-               "latent error (drift over the threshold)": latent["over_threshold"]}
+               "latent error (drift over the threshold)": latent["over_threshold"],
+               **{f"{name} at {port}'s individual recovery": (individual or {}).get(counter, 0)
+                  for name, counter in (("rogue", "rogue_packets"), ("tagless", "tagless_packets"))}}
     result = {"attack": a.kind, "values": spec.describe(a), "path": path, "node": node,
               "algorithm": settings.get("algorithm", bed.Settings.algorithm),
               "history_length": settings["history_length"], "reset_timeout_s": reset_timeout_s(settings),
               "sent": sender["frames_sent"], "injected": _injected(injected),
-              "listener": delivered, "recovery": rcvy, "port": port_counts, "latent": latent,
+              "listener": delivered, "recovery": rcvy, "individual": individual, "port": port_counts, "latent": latent,
               "detected_by": [name for name, value in signals.items() if value], **timing,
               "run": [{"what": d["what"], "t_s": round(d["called"] - done[0]["called"], 4)} for d in done]}
     result["verdict"] = verdict(result)
@@ -410,6 +431,9 @@ def summary(r: dict) -> str:
     """A readable summary of a result."""
     d, c, i = r["listener"], r["recovery"], r["injected"]
     lat = r["latent"]
+    def counts(values: dict) -> str:
+        return ", ".join(f"{k.removesuffix('_packets').replace('_', ' ')} {v:+d}" for k, v in values.items())
+
     lines = [f"{r['attack']} ({r['values']}) on path {r['path']}, {r['algorithm']} recovery at {r['node']} "
              f"(history {r['history_length']}, reset timeout {r['reset_timeout_s']:g} s)",
              f"  injector: {i['sent']} of {i['frames']} frames sent"
@@ -418,8 +442,9 @@ def summary(r: dict) -> str:
              f"{i['skipped']} had nothing recorded to send), {i['recorded']} genuine frames recorded",
              f"  listener: {d['expected']} genuine frames sent, {d['received']} received, {d['lost']} lost, "
              f"{d['duplicates']} duplicated; {d['forged']} forged frames delivered",
-             f"  {r['node']} recovery: " + ", ".join(f"{k.removesuffix('_packets').replace('_', ' ')} {v:+d}"
-                                                     for k, v in c.items()),
+             f"  {r['node']} recovery: {counts(c)}",
+             *([f"  its individual recovery on path {r['path']}'s port: {counts(r['individual'])}"]
+               if r.get("individual") else []),
              f"  latent error detection: drift {lat['drift']:+d} (threshold {lat['threshold']}), "
              f"alarms during the run: {lat['alarms'] if lat['alarms'] is not None else 'no monitor'}",
              f"  {r['verdict']}"]

@@ -12,7 +12,9 @@ the other. What each kind sends (frerlab.attack.injector does it):
 - inject-after-reset: a path outage longer than the reset timeout (`outage` seconds: the
   attacker withholds its path's frames while the other path fails), then a forged frame `ahead`
   far beyond, the first frame after the outage, then forged frames numbered on from it;
-- replay: the recorded frame numbered `age` behind the newest, re-sent as it was;
+- replay: the recorded frame numbered `age` behind the newest, re-sent as it was (an age near
+  the number space, 65536 - k, is a replay across the wrap: the frame of one wrap ago, whose
+  number the recovery function sees k ahead);
 - strip-tag: the newest recorded frame re-sent without its R-TAG;
 - babble: the last `depth` recorded frames, repeated round and round;
 - foreign-identity: forged frames `ahead` like inject-ahead, addressed with another stream's
@@ -36,7 +38,7 @@ from frerlab.units import count, frame_rate, time_ps
 from frerlab.yamlfile import read_mapping, validate
 
 CATALOG = Path(__file__).with_name("attacks.yaml")
-#: Frames the injector keeps of what it recorded (the oldest replayable, the most babbled).
+#: Frames the injector keeps of what it recorded (the most babbled; a replay keeps `age` + 1).
 RING = 2048
 #: Fastest attack, frames/s (the injector is one Python process; faster asks are sent late).
 MAX_RATE = 200_000
@@ -125,10 +127,10 @@ class InjectAfterReset(_Attack):
 
 
 class Replay(_Attack):
-    """Recorded frames re-sent `age` numbers after they passed."""
+    """Recorded frames re-sent `age` numbers after they passed (65536 - k: across the wrap)."""
 
     kind: Literal["replay"]
-    age: _number(1, RING - 1, "age")
+    age: _number(1, SEQ_SPACE - 1, "age")
 
 
 class StripTag(_Attack):

@@ -116,6 +116,9 @@ class Settings:
     #: 7.4.3.5 match) and their reset timeout (frerSeqRcvyResetMSec).
     algorithm: str = "vector"
     reset_timeout_ms: int = 1000
+    #: 802.1CB 10.4.1.6 and 7.5 (plan.Recovery says how the testbed places them).
+    take_no_sequence: bool = False
+    individual_recovery: bool = False
     #: Policing of each path's copies at the eliminating switches (802.1Qci): a rate of SDU
     #: bit/s and a burst (None: none).
     police_rate: str | None = None
@@ -170,7 +173,8 @@ class Settings:
         except ValueError as err:
             raise UsageError(f"policing: {err}") from None
         return plan.Recovery(algorithm=self.algorithm, history_length=self.history_length,
-                             reset_timeout_ms=self.reset_timeout_ms, police_bps=police, police_burst=burst)
+                             reset_timeout_ms=self.reset_timeout_ms, take_no_sequence=self.take_no_sequence,
+                             individual_recovery=self.individual_recovery, police_bps=police, police_burst=burst)
 
 
 def state_path(name: str) -> Path:
@@ -216,6 +220,8 @@ class _RecordedSettings(StateModel):
     history_length: int
     algorithm: Literal[ALGORITHMS] = "vector"
     reset_timeout_ms: int = 1000
+    take_no_sequence: bool = False
+    individual_recovery: bool = False
     police_rate: str | None = None
     police_burst: str = "10KB"
     path_rate: str | None = None

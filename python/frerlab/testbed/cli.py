@@ -27,6 +27,7 @@ examples:
   frerlab testbed up --replicate-at talker --eliminate-at listener --name ends
   frerlab testbed up --algorithm match --reset-timeout 200 --name m
   frerlab testbed up --police 5Mbps --name pol         # each path's copies policed at sw2 (and sw1)
+  frerlab testbed up --individual-recovery --take-no-sequence --name ir   # 802.1CB 7.5 and 10.4.1.6
   frerlab testbed exec talker -- iperf3 -c 198.18.0.2 -u -b 50M
   frerlab testbed impair a --down                      # cut path a; --up restores it
   frerlab testbed impair b --loss 0.05 --delay 5 --jitter 1 --duplicate 0.01
@@ -138,6 +139,10 @@ def _build_options(parser: argparse.ArgumentParser) -> None:
                         help="sequence recovery algorithm of the eliminating nodes (default vector)")
     parser.add_argument("--reset-timeout", type=int, default=1000, metavar="MS",
                         help=f"their reset timeout in ms (1..{bed.MAX_RESET_TIMEOUT_MS}, default 1000)")
+    parser.add_argument("--take-no-sequence", action="store_true",
+                        help="their sequence recovery passes frames without an R-TAG (802.1CB 10.4.1.6)")
+    parser.add_argument("--individual-recovery", action="store_true",
+                        help="an individual recovery function per path port in front of it (802.1CB 7.5)")
     parser.add_argument("--police", metavar="RATE", help="police each path's copies at the eliminating switches "
                         "(802.1Qci flow meter per path port): SDU bit/s, e.g. 5Mbps (default: no policing)")
     parser.add_argument("--police-burst", default=bed.Settings.police_burst, metavar="SIZE",
@@ -156,7 +161,8 @@ def _settings(args: argparse.Namespace) -> bed.Settings:
     return bed.Settings(name=args.name, mode=args.mode, rate=args.rate, queue_limit=args.queue_limit,
                         replicate_at=args.replicate_at, eliminate_at=args.eliminate_at,
                         history_length=args.history_length, algorithm=args.algorithm,
-                        reset_timeout_ms=args.reset_timeout, path_rate=args.path_rate, police_rate=args.police,
+                        reset_timeout_ms=args.reset_timeout, take_no_sequence=args.take_no_sequence,
+                        individual_recovery=args.individual_recovery, path_rate=args.path_rate, police_rate=args.police,
                         police_burst=args.police_burst)
 
 

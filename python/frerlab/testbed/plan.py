@@ -38,11 +38,19 @@ ELIMINATE_AT = ("sw2", "listener")
 class Recovery:
     """The sequence recovery settings of both eliminating nodes, and the policing of each
     path's copies before them (802.1Qci: a stream filter per path port with a flow meter of
-    `police_bps` bit/s of SDU and `police_burst` octets; None: no policing)."""
+    `police_bps` bit/s of SDU and `police_burst` octets; None: no policing).
+
+    `take_no_sequence` (802.1CB 10.4.1.6): every recovery function of the stream passes its
+    frames without an R-TAG; `individual_recovery` (7.5) puts an individual recovery function on
+    each path port, with the same algorithm, history length and take-no-sequence and frerlab's
+    default reset timeout for it, in front of the sequence recovery function of the compound
+    stream."""
 
     algorithm: str = "vector"
     history_length: int = 32
     reset_timeout_ms: int = 1000
+    take_no_sequence: bool = False
+    individual_recovery: bool = False
     latent_difference: int = 100
     latent_period_ms: int = 1000
     police_bps: int | None = None
@@ -101,8 +109,10 @@ def node_configs(mode: str, replicate_at: str = "sw1", eliminate_at: str = "sw2"
                                ("eliminate-at", eliminate_at, ELIMINATE_AT)):
         if value not in valid:
             raise ValueError(f"{name} {value!r} is not valid ({' or '.join(valid)})")
-    if recovery.police_bps is not None and (mode != "frer" or (replicate_at, eliminate_at) != ("sw1", "sw2")):
-        raise ValueError("policing each path needs frer mode with both switches eliminating a direction "
+    per_path = [what for what, on in (("policing each path", recovery.police_bps is not None),
+                                      ("individual recovery", recovery.individual_recovery)) if on]
+    if per_path and (mode != "frer" or (replicate_at, eliminate_at) != ("sw1", "sw2")):
+        raise ValueError(f"{per_path[0]} needs frer mode with both switches eliminating a direction "
                          "(--replicate-at sw1 --eliminate-at sw2): a host receives both paths on one port")
     switch_ports = [SWITCH_HOST_PORT, PATH_PORTS["a"], PATH_PORTS["b"]]
     builders = {"talker": _Builder(f"{prefix}-talker", [HOST_PORT]),
@@ -149,9 +159,14 @@ def _eliminate(b: _Builder, d: _Direction, rec: Recovery, at_host: bool) -> None
         port = HOST_PORT if at_host else PATH_PORTS[path]
         b.identity(d.handle, {"out-facing": {"input-port": [port]}}, "dmac-vlan-stream-identification",
                    _active(d.dst_mac, PATH_VLANS[path]))
+    if rec.individual_recovery:
+        for path in PATH_VLANS:
+            b.add("sequence-recovery", {"stream": [d.handle], "port": [PATH_PORTS[path]], "individual-recovery": True,
+                                        "algorithm": rec.algorithm, "history-length": rec.history_length,
+                                        "take-no-sequence": rec.take_no_sequence})
     b.add("sequence-recovery", {
         "stream": [d.handle], "algorithm": rec.algorithm, "history-length": rec.history_length,
-        "reset-timeout": rec.reset_timeout_ms,
+        "reset-timeout": rec.reset_timeout_ms, "take-no-sequence": rec.take_no_sequence,
         "latent-error-detection": True,
         "latent-error-detection-parameters": {"difference": rec.latent_difference, "period": rec.latent_period_ms,
                                               "paths": 2, "reset-period": 30 * rec.latent_period_ms}})
