@@ -12,6 +12,7 @@ frames never take the same number.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -174,27 +175,52 @@ ATTACKS = {
     "foreign-identity": {"links.A.attacks": on_a(kind="inject", offset=4, identity="o")},
 }
 POLICE_RATE, POLICE_BURST, GUARD_PERIOD_S = 110e6, 3004, 1e-3
-DEFENCES = {
-    "none": {},
-    "police": {"streams.s.frer.stream_filters": [{"node": "sw2", "link": "A", "rate": "110Mbps",
-                                                  "burst": POLICE_BURST}]},
-    "guard": {"streams.s.frer.sequence_recovery.0.guard": {"threshold": 4, "period": "1ms", "reset": True}},
-}
+POLICE = {"streams.s.frer.stream_filters": [{"node": "sw2", "link": "A", "rate": "110Mbps", "burst": POLICE_BURST}]}
+GUARD = {"streams.s.frer.sequence_recovery.0.guard": {"threshold": 4, "period": "1ms", "reset": True}}
+# "recommended": both at once, the simulator's form of frerlab.attack.recommended (vector recovery only).
+DEFENCES = {"none": {}, "police": POLICE, "guard": GUARD, "recommended": {**POLICE, **GUARD}}
+CELLS = [(algorithm, defence) for algorithm in ("vector", "match") for defence in DEFENCES
+         if defence != "recommended" or algorithm == "vector"]
+# The stream's frames/s (1518-byte frames, 100 Mbit/s at L1), and what the cut of inject-after-reset costs alone.
+FRAMES_PER_S, OUTAGE_LOST = 100e6 / (1538 * 8), 81
 # attack: per algorithm, {defence: (lost, duplicates, forged delivered, rogue, red, guard alarms, guard resets)};
 # a defence not named has the figures of "none" with nothing red and no alarm. inject-after-reset's loss
 # includes the 81 frames of the outage; not_identified is 80 for foreign-identity under every defence.
 FIGURES = {
     "inject-ahead": {"vector": {"none": (80, 0, 80, 0, 0, 0, 0)}, "match": {"none": (0, 0, 80, 0, 0, 0, 0)}},
     "inject-far": {"vector": {"none": (0, 0, 0, 80, 0, 0, 0)}, "match": {"none": (0, 0, 80, 0, 0, 0, 0)}},
-    "inject-after-reset": {"vector": {"none": (114, 0, 1, 66, 0, 0, 0), "guard": (89, 0, 1, 16, 0, 1, 1)},
+    "inject-after-reset": {"vector": {"none": (114, 0, 1, 66, 0, 0, 0), "guard": (89, 0, 1, 16, 0, 1, 1),
+                                      "recommended": (89, 0, 1, 16, 0, 1, 1)},
                            "match": {"none": (81, 0, 1, 0, 0, 0, 0)}},
     "replay": {"vector": {"none": (0, 0, 0, 0, 0, 0, 0)}, "match": {"none": (0, 0, 80, 0, 0, 0, 0)}},
     "replay-old": {"vector": {"none": (0, 0, 0, 80, 0, 0, 0)}, "match": {"none": (0, 0, 80, 0, 0, 0, 0)}},
     "replay-across-wrap": {"vector": {"none": (80, 0, 80, 0, 0, 0, 0)}, "match": {"none": (0, 0, 80, 0, 0, 0, 0)}},
-    "babble": {"vector": {"none": (0, 0, 0, 0, 0, 0, 0), "police": (0, 0, 0, 0, 717, 0, 0)},
+    "babble": {"vector": {"none": (0, 0, 0, 0, 0, 0, 0), "police": (0, 0, 0, 0, 717, 0, 0),
+                          "recommended": (0, 0, 0, 0, 717, 0, 0)},
                "match": {"none": (0, 0, 160, 0, 0, 0, 0), "police": (0, 0, 11, 0, 717, 0, 0)}},
     "strip-tag": {"vector": {"none": (0, 0, 0, 0, 0, 0, 0)}, "match": {"none": (0, 0, 0, 0, 0, 0, 0)}},
     "foreign-identity": {"vector": {"none": (0, 0, 0, 0, 0, 0, 0)}, "match": {"none": (0, 0, 0, 0, 0, 0, 0)}},
+}
+
+# The harm the recommended configuration states for each attack (docs/security.md, "The recommended
+# configuration"; frerlab.attack.recommended.stated), adapted to the simulator: (genuine frames lost
+# per forged frame delivered, whether the attack's frames may be delivered); never a duplicate. A
+# forged number inside the window, and a replay one wrap later, costs the genuine frame with that
+# number and delivers the forged one (the simulator counts the stale replay as forged, the testbed's
+# probe payload as a duplicate). A lock-out after a reset lasts at most three guard periods per forged
+# frame that takes the window; the simulator's guard looks exactly every period, so it needs none of
+# the testbed's slack (GUARD_SLACK) for a late poll. Everything else costs nothing.
+LOCKED_OUT_PER_FORGED = math.ceil(3 * GUARD_PERIOD_S * FRAMES_PER_S)
+STATED = {
+    "inject-ahead": (1, True),
+    "inject-far": (0, False),
+    "inject-after-reset": (LOCKED_OUT_PER_FORGED, True),
+    "replay": (0, False),
+    "replay-old": (0, False),
+    "replay-across-wrap": (1, True),
+    "babble": (0, False),
+    "strip-tag": (0, False),
+    "foreign-identity": (0, False),
 }
 
 
@@ -205,8 +231,7 @@ def run_cli(tmp_path: Path, fields: dict) -> dict:
     return json.loads((tmp_path / "report.json").read_text())
 
 
-@pytest.mark.parametrize("defence", list(DEFENCES))
-@pytest.mark.parametrize("algorithm", ["vector", "match"])
+@pytest.mark.parametrize(("algorithm", "defence"), CELLS)
 @pytest.mark.parametrize("attack_name", list(ATTACKS))
 def test_each_defence_against_each_attack(tmp_path: Path, attack_name: str, algorithm: str, defence: str) -> None:
     fields = {**ATTACKS[attack_name], **DEFENCES[defence], "streams.s.frer.sequence_recovery.0.algorithm": algorithm}
@@ -218,14 +243,19 @@ def test_each_defence_against_each_attack(tmp_path: Path, attack_name: str, algo
             f["guard_resets"]) == figures.get(defence, figures["none"])
     not_identified = sum(p["drop_not_identified"] for p in report["ports"])
     assert not_identified == (80 if attack_name == "foreign-identity" else 0)
-    if defence == "police":
+    if POLICE.keys() <= DEFENCES[defence].keys():
         # What reaches recovery over A is within the meter: rate x time + burst.
         passing = report["filters"][0]["passing_octets"]
         assert passing <= POLICE_RATE / 8 * report["run"]["simulated_seconds"] + POLICE_BURST
-    if defence == "guard" and attack_name == "inject-after-reset" and algorithm == "vector":
+    if GUARD.keys() <= DEFENCES[defence].keys() and attack_name == "inject-after-reset" and algorithm == "vector":
         # The lock-out ends within about two periods: at most two periods' frames lost to it.
-        frames_per_s = 100e6 / (1538 * 8)
-        assert s["lost"] - 81 <= 2 * GUARD_PERIOD_S * frames_per_s
+        assert s["lost"] - OUTAGE_LOST <= 2 * GUARD_PERIOD_S * FRAMES_PER_S
+    if defence == "recommended":
+        lost_per_forged, may_deliver = STATED[attack_name]
+        lost_to_attack = s["lost"] - (OUTAGE_LOST if attack_name == "inject-after-reset" else 0)
+        assert lost_to_attack <= lost_per_forged * s["forged_delivered"]
+        assert s["duplicates"] == 0
+        assert s["forged_delivered"] <= (report["attacks"][0]["frames"] if may_deliver else 0)
 
 
 @pytest.mark.parametrize(("change", "message"), [

@@ -73,6 +73,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "(`frerlab dataplane guard`): rogue frames per period, seconds (e.g. 20,0.05)")
     su.add_argument("--police", metavar="RATE", help="a testbed policing each path's copies at this SDU rate "
                     "(testbed --police; e.g. 5Mbps)")
+    su.add_argument("--police-burst", metavar="SIZE",
+                    help=f"the meters' burst (default {bed.Settings.police_burst})")
     su.add_argument("--defences", help=f"comma-separated, of {', '.join(DEFENCES)} (default: none, and each "
                     "defence given alone and together)")
     su.add_argument("--recommended", action="store_true",
@@ -108,7 +110,7 @@ def _stream(args: argparse.Namespace) -> run.Stream:
 
 #: What --recommended sets itself (the suite's options it refuses beside it).
 RECOMMENDED_SETS = ("algorithms", "history_length", "reset_timeout", "take_no_sequence", "individual_recovery",
-                    "guard", "police", "defences")
+                    "guard", "police", "police_burst", "defences")
 
 
 def _suite(args: argparse.Namespace) -> int:
@@ -120,7 +122,7 @@ def _suite(args: argparse.Namespace) -> int:
         given = [name for name in RECOMMENDED_SETS if getattr(args, name) is not None]
         if given:
             raise UsageError(f"--recommended sets --{given[0].replace('_', '-')} itself; leave it out")
-        table = run_suite(out, attacks, [recommended.ALGORITHM], stream, recommended.TESTBED, args.repetitions,
+        table = run_suite(out, attacks, [recommended.ALGORITHM], stream, recommended.testbed(stream), args.repetitions,
                           recommended.GUARD, recommended.police_rate(stream), [recommended.DEFENCE],
                           recommended.bound, say)
         emit(args, table, markdown(table))
@@ -135,7 +137,8 @@ def _suite(args: argparse.Namespace) -> int:
                 from None
     testbed = {name: value for name, value in (
         ("history_length", args.history_length), ("reset_timeout_ms", args.reset_timeout),
-        ("take_no_sequence", args.take_no_sequence), ("individual_recovery", args.individual_recovery))
+        ("take_no_sequence", args.take_no_sequence), ("individual_recovery", args.individual_recovery),
+        ("police_burst", args.police_burst))
         if value is not None}
     table = run_suite(out, attacks, (args.algorithms or "vector,match").split(","), stream, testbed, args.repetitions,
                       guard, args.police, args.defences.split(",") if args.defences else None, say=say)

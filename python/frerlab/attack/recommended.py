@@ -7,7 +7,7 @@ off (a frame stripped of its R-TAG is discarded, 10.4.1.6), no individual recove
 nothing here: the sequence function already discards what an individual one would); the
 rogue-rate guard with reset (more than 20 rogue frames in 50 ms, frerlab.dataplane.control.guard);
 and each path's copies policed (802.1Qci) at the stream's SDU rate on a path and 10 % more, with
-a 10 kB burst.
+a burst of 50 ms of it (so that a path's frames bunched by scheduling jitter stay green).
 
 What it does not stop, and states: a forged number inside the history window costs the genuine
 frame that carries it (nothing without authentication tells them apart), and so does a frame
@@ -29,8 +29,8 @@ ALGORITHM = "vector"
 TESTBED = {"history_length": 32, "reset_timeout_ms": 1000, "take_no_sequence": False, "individual_recovery": False}
 GUARD = Guard(threshold=20, period_s=0.05)
 DEFENCE = "guard+police"
-#: Meter headroom over the stream's own SDU rate on a path, and the meter's burst.
-POLICE_HEADROOM, POLICE_BURST = 1.10, "10KB"
+#: Meter headroom over the stream's own SDU rate on a path, and the seconds of it the burst holds.
+POLICE_HEADROOM, POLICE_BURST_S = 1.10, 0.05
 #: Octets of a frame (FCS included, as the generator sizes it) that are not SDU: the MACs and the FCS.
 NOT_SDU = 12 + 4
 #: Frames a guard's reset may come late beyond its three periods (the poll's own lateness).
@@ -40,6 +40,11 @@ GUARD_SLACK = 20
 def police_rate(stream: run.Stream) -> str:
     """The meter's rate for `stream`: its SDU bit/s on one path, and the headroom."""
     return str(math.ceil(stream.rate_fps * (stream.frame_size - NOT_SDU) * 8 * POLICE_HEADROOM))
+
+
+def testbed(stream: run.Stream) -> dict:
+    """The testbed settings for `stream`: TESTBED and the meter's burst (octets)."""
+    return {**TESTBED, "police_burst": str(math.ceil(stream.rate_fps * (stream.frame_size - NOT_SDU) * POLICE_BURST_S))}
 
 
 def stated(a: spec.Attack, stream: run.Stream) -> dict[str, int]:

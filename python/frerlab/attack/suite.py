@@ -39,8 +39,8 @@ from frerlab.units import rate_bps
 COUNTS = ("lost_to_attack", "lost_to_outage", "duplicates", "forged", "rogue", "guard_alarms")
 #: The defences a run can be under: the guard watches sw2, police is the testbed's own.
 DEFENCES = ("none", "guard", "police", "guard+police")
-#: The testbed settings a suite may set (bed.Settings fields), beside algorithm and policing.
-TESTBED_FIELDS = ("history_length", "reset_timeout_ms", "take_no_sequence", "individual_recovery")
+#: The testbed settings a suite may set (bed.Settings fields), beside algorithm and policing rate.
+TESTBED_FIELDS = ("history_length", "reset_timeout_ms", "take_no_sequence", "individual_recovery", "police_burst")
 
 
 @dataclass(frozen=True)
@@ -204,9 +204,8 @@ def markdown(table: dict) -> str:
              f"Guard: more than {table['guard']['threshold']} rogue frames in {table['guard']['period_s']:g} s "
              "raise an alarm, and reset a function that passed nothing in that period.",
              "" if not table.get("police") else
-             f"Police: each path's copies through a flow meter of {rate_bps(table['police']) / 1e6:g} Mbit/s (SDU) at "
-             "the eliminating "
-             "switch.", "",
+             f"Police: each path's copies through a flow meter of {rate_bps(table['police']) / 1e6:g} Mbit/s (SDU), "
+             f"burst {tb['police_burst']}, at the eliminating switch.", "",
              "| algorithm | attack | defence | n | genuine lost | lost to outage | duplicates | forged delivered "
              "| rogue | guard alarms | recovered (s) | shown by |" + (" stated harm | holds |" if stated else ""),
              "|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if stated else "")]
