@@ -20,7 +20,9 @@ line, with its interval `lo`..`hi` where there is one), `rep` (a repetition), `t
 (a search's or sweep's trial, or an invalid unit: drawn by outcome, never joined), `found` (a
 rate a search found: a rule in the mode's colour), `line` (a reference curve), `rule_x` and
 `rule_y` (references), `band` (a shaded span of x, e.g. a cut path). Panels (`panel`, and `row`
-for a grid) split a figure where one axis would mix things that are not comparable."""
+for a grid) split a figure where one axis would mix things that are not comparable. A figure
+whose x is a list of names (`x_names`, e.g. attacks) draws its measured rows as points side by
+side per name, one place per colour, never joined."""
 
 from __future__ import annotations
 
@@ -93,8 +95,10 @@ class Figure:
     x_ticks: list[float] | None = None
     y_labels: str | None = None
     y_ticks: list[float] | None = None
-    #: "line+points" joins the means; "line" draws dense series without points
+    #: "line+points" joins the means; "line" draws dense series without points; "points" never joins them
     mark: str = "line+points"
+    #: x is one of these names (in this order), not a number; each colour gets its own place beside it
+    x_names: list[str] | None = None
     #: panels per line of a wrapped facet
     columns: int = 3
 
@@ -130,7 +134,8 @@ class Figure:
             colours = MORE_COLOURS[:len(names)] if len(names) <= len(MORE_COLOURS) else alt.Undefined
         pick = alt.selection_point(fields=[self.colour], bind="legend", name="legend_pick")
         colour = alt.Color(f"{self.colour}:N", title=None, scale=alt.Scale(domain=names, range=colours),
-                           legend=alt.Legend(orient="bottom", columns=4, labelLimit=420, symbolType="stroke"))
+                           legend=alt.Legend(orient="bottom", columns=4, labelLimit=420,
+                                             symbolType="circle" if self.mark == "points" else "stroke"))
         opacity = alt.condition(pick, alt.value(1.0), alt.value(0.12))
         campaigns = list(dict.fromkeys(r["campaign"] for r in self.rows if r.get("campaign")))
         dash = (alt.StrokeDash("campaign:N", title="results", scale=alt.Scale(domain=campaigns, range=DASHES[:len(campaigns)]),
@@ -139,7 +144,8 @@ class Figure:
         outcomes = [o for o in OUTCOMES if any(r.get("outcome") == o for r in self.rows if r["role"] == "trial")]
         shape = alt.Shape("outcome:N", title="outcome", scale=alt.Scale(domain=outcomes, range=[OUTCOMES[o] for o in outcomes]),
                           legend=alt.Legend(orient="bottom"))
-        x_axis = alt.Axis(title=self.x_title, labelExpr=self.x_labels or alt.Undefined, values=self.x_ticks or alt.Undefined)
+        x_axis = alt.Axis(title=self.x_title, labelExpr=self.x_labels or alt.Undefined, values=self.x_ticks or alt.Undefined,
+                          labelAngle=-30 if self.x_names else alt.Undefined)
         y_axis = alt.Axis(title=self.y_title, labelExpr=self.y_labels or alt.Undefined, values=self.y_ticks or alt.Undefined)
         y_scale = self.y_scale
         if y_scale.kind == "log" and y_scale.domain is None:
@@ -147,10 +153,16 @@ class Figure:
             measured = [r["y"] for r in self.rows if r["role"] in ("mean", "rep", "trial", "rule_y") and r["y"] > 0]
             if measured:
                 y_scale = Scale("log", domain=[min(measured) / 1.25, max(measured) * 1.25])
-        x = alt.X("x:Q", axis=x_axis, scale=self.x_scale.alt())
+        if self.x_names:
+            x = alt.X("x:N", axis=x_axis, sort=self.x_names, scale=alt.Scale(domain=self.x_names))
+            offset = alt.XOffset(f"{self.colour}:N", sort=names, scale=alt.Scale(domain=names))
+            x_tip = alt.Tooltip("x:N", title=self.x_title)
+        else:
+            x, offset = alt.X("x:Q", axis=x_axis, scale=self.x_scale.alt()), alt.Undefined
+            x_tip = alt.Tooltip("x:Q", title=self.x_title, format=".6~g")
         y = alt.Y("y:Q", axis=y_axis, scale=y_scale.alt())
         tips = [alt.Tooltip(f"{self.colour}:N", title="series" if self.colour == "series" else "mode"),
-                alt.Tooltip("x:Q", title=self.x_title, format=".6~g"), alt.Tooltip("y:Q", title=self.y_title, format=".4~g")]
+                x_tip, alt.Tooltip("y:Q", title=self.y_title, format=".4~g")]
         tips += [alt.Tooltip(f"{k}:N", title=v) for k, v in self.tooltip.items()]
         base = alt.Chart()
 
@@ -159,15 +171,17 @@ class Figure:
 
         layers = []
         if "mean" in roles:
-            line = (role("mean").mark_line(point=alt.OverlayMarkDef(filled=True, size=45)) if self.mark == "line+points"
-                    else role("mean").mark_line())
-            layers.append(line.encode(x=x, y=y, color=colour, strokeDash=dash, detail="series:N", opacity=opacity,
-                                      tooltip=tips + [alt.Tooltip("n:N", title="n"), alt.Tooltip("interval:N", title="95 % interval")]))
+            line = {"line+points": lambda c: c.mark_line(point=alt.OverlayMarkDef(filled=True, size=45)),
+                    "line": lambda c: c.mark_line(), "points": lambda c: c.mark_point(filled=True, size=60)}[self.mark]
+            interval = [alt.Tooltip("interval:N", title="95 % interval")] if any(r.get("interval") for r in self.rows) else []
+            layers.append(line(role("mean")).encode(x=x, xOffset=offset, y=y, color=colour, strokeDash=dash,
+                                                    detail="series:N", opacity=opacity,
+                                                    tooltip=tips + [alt.Tooltip("n:N", title="n"), *interval]))
             if any(r.get("lo") is not None for r in self.rows):
                 low = f"max(datum.lo, {y_scale.domain[0]!r})" if y_scale.kind == "log" and y_scale.domain else "datum.lo"
                 layers.append(role("mean").transform_filter("isValid(datum.lo)").transform_calculate(low=low).mark_rule(
-                    size=1.5, clip=True).encode(x=x, y=alt.Y("low:Q", scale=y_scale.alt()), y2="hi:Q", color=colour,
-                                                opacity=opacity))
+                    size=1.5, clip=True).encode(x=x, xOffset=offset, y=alt.Y("low:Q", scale=y_scale.alt()), y2="hi:Q",
+                                                color=colour, opacity=opacity))
         if "rep" in roles:
             layers.append(role("rep").mark_point(size=22, filled=False, strokeWidth=1).encode(
                 x=x, y=y, color=colour, opacity=opacity, tooltip=tips))
@@ -218,9 +232,10 @@ class Figure:
                 spec = inner.facet(facet=alt.Facet("panel:N", sort=self.panels, header=header), columns=self.columns)
             chart = spec.properties(title=self.title)
         else:
-            zoom = alt.selection_interval(bind="scales", name="zoom")
             chart = chart.properties(title=self.title, width=640, height=320)
-            chart.layer[first] = chart.layer[first].add_params(zoom)
+            if not self.x_names:  # names are not zoomed
+                zoom = alt.selection_interval(bind="scales", name="zoom")
+                chart.layer[first] = chart.layer[first].add_params(zoom)
         spec = chart.to_dict()
         spec["datasets"] = {"rows": self.rows}
         return spec

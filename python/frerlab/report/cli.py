@@ -15,6 +15,7 @@ EXAMPLES = """examples:
   frerlab report results/quick                       report.html beside you, images in report-images/
   frerlab report frer-runs ctl-runs -o cmp.html      two result sets compared (the second against the first)
   frerlab report imported --line-rate 1Gbps          seed-style imports, with the 1 GbE line-rate curve
+  frerlab report results/attack-suite                an attack suite: its settings, harm table and figure
   frerlab report results/quick --json                the page, images and figures as JSON
 """
 
@@ -24,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "report", help="an HTML page and PNG/SVG figures from stored results",
         description="Builds one self-contained HTML report (works offline: zoom, hover, legend toggles, sortable "
                     "tables) and a PNG and SVG of every figure from results directories: campaigns (bench run), "
-                    "imports, fail-over runs and simulator runs. Nothing is re-run.",
+                    "imports, fail-over runs, simulator runs, attack runs and attack suites. Nothing is re-run.",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("results", type=Path, nargs="+", metavar="RESULTS_DIR",
                         help="results directories; with several, each is compared with the first")

@@ -474,7 +474,7 @@ FAILOVER_SERIES = {"sent": "sent by the talker", "path_a": "path a", "path_b": "
                    "after_elimination": "after elimination"}
 
 
-def _cuts(events: list[tuple[float, str, bool]], end: float) -> list[tuple[float, float, str]]:
+def cut_spans(events: list[tuple[float, str, bool]], end: float) -> list[tuple[float, float, str]]:
     """(from, to, path) of every span a path was cut, from (time, path, up) events."""
     spans, open_at = [], {}
     for t, path, up in sorted(events):
@@ -515,7 +515,7 @@ def failover_timelines(sources: list[Source], ctx: Context) -> list[Figure]:
             if not rows:
                 continue
             end = max(r["x"] for r in rows)
-            for start, stop, path in _cuts(events, end):
+            for start, stop, path in cut_spans(events, end):
                 panel_references(rows, list(dict.fromkeys(r["panel"] for r in rows)), role="band", x=start, x2=stop,
                                  label=f"path {path} cut")
             found.append(Figure(f"failover-{_slug(s.label, mode, str(k))}",

@@ -1,11 +1,12 @@
 """The report as one HTML file that works offline, and every figure as PNG and SVG.
 
-The page opens with the verdicts (report.summary), then the figures, the tables, and a method
-section. It embeds the Vega, Vega-Lite and Vega-Embed libraries once (vl-convert's bundle, no
-CDN) and each figure's specification; the browser draws them (zoom and pan with the mouse,
-values on hover, series toggled by clicking the legend). Tables sort by any column when its
-header is clicked and filter their rows by what is typed above them; every number is written
-in one format. The method section lists, per results directory, where and how the results were
+The page opens with the verdicts (report.summary), then the figures, the tables, the section
+"FRER under attack" where the results hold attack runs or suites (report.attacks: each one's
+settings, verdict, tables and figures), and a method section. It embeds the Vega, Vega-Lite and
+Vega-Embed libraries once (vl-convert's bundle, no CDN) and each figure's specification; the
+browser draws them (zoom and pan with the mouse, values on hover, series toggled by clicking the
+legend). Tables sort by any column when its header is clicked and filter their rows by what is
+typed above them; every number is written in one format. The method section lists, per results directory, where and how the results were
 taken (host, kernel, tools, commit, the campaign file), the raw files they were derived from
 (linked) and the files the report skipped, with why. Every link is relative to the page, so a
 page shared or committed with its results names no file of the machine that built it.
@@ -26,6 +27,7 @@ import vl_convert
 
 from frerlab import __version__
 from frerlab.files import write_atomic
+from frerlab.report.attacks import Section
 from frerlab.report.chart import Figure
 from frerlab.report.measures import system_text
 from frerlab.report.sources import Source
@@ -48,6 +50,8 @@ th[aria-sort=ascending]::after { content: " \\25B2"; } th[aria-sort=descending]:
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .filter { margin: .2em 0; font-size: 13px; width: 20em; }
 .notice { background: #fff4d6; border-left: 4px solid #c98a00; padding: .5em .8em; }
+.verdict { background: #f3f3f3; border-left: 4px solid #6b6b6b; padding: .5em .8em; }
+table.facts th { cursor: auto; text-align: left; }
 td.text { white-space: normal; max-width: 32em; }
 pre { background: #f7f7f7; padding: .6em; overflow: auto; font-size: 12px; }
 nav a { margin-right: 1em; }
@@ -104,11 +108,12 @@ def write_images(figures: list[Figure], images: Path) -> list[Path]:
 
 
 def write_page(out: Path, sources: list[Source], figures: list[Figure], tables: list[Table], images: Path | None,
-               verdicts: list[Table]) -> None:
-    """The self-contained report page."""
+               verdicts: list[Table], attacks: list[Section]) -> None:
+    """The self-contained report page; `figures` are those outside the attack sections."""
     e = html.escape
-    nav = "".join(f'<a href="#{e(x)}">{e(y)}</a>' for x, y in (("verdicts", "Verdicts"), ("figures", "Figures"),
-                                                              ("tables", "Tables"), ("method", "Method and raw data")))
+    parts = [("verdicts", "Verdicts"), ("figures", "Figures"), ("tables", "Tables")]
+    parts += [("attacks", "FRER under attack")] if attacks else []
+    nav = "".join(f'<a href="#{e(x)}">{e(y)}</a>' for x, y in (*parts, ("method", "Method and raw data")))
     head = (f"<!doctype html><html lang=en><head><meta charset=utf-8><title>frerlab report</title>"
             f"<style>{STYLE}</style></head><body><h1>frerlab report</h1>"
             f"<p>Built {e(time.strftime('%Y-%m-%d %H:%M:%S %Z'))} by frerlab {e(__version__)} from stored results "
@@ -116,26 +121,48 @@ def write_page(out: Path, sources: list[Source], figures: list[Figure], tables: 
             f"<nav>{nav}</nav>")
     body = ['<h2 id="verdicts">Verdicts</h2>', _systems(sources)]
     body += [_table(t) for t in verdicts] or ["<p>These results hold no benchmark with a verdict (campaign or "
-                                              "import); the figures and tables below show what they hold.</p>"]
+                                              "import); the figures and tables below show what they hold"
+                                              + (", and each attack's verdict is in FRER under attack" if attacks
+                                                 else "") + ".</p>"]
     body.append('<h2 id="figures">Figures</h2>')
     if not figures:
-        body.append("<p>These results hold nothing to plot.</p>")
-    for f in figures:
-        files = ""
-        if images:
-            link = e(_from_page(images / f.id, out))
-            files = f'<div class="files">images: <a href="{link}.png">{link}.png</a>, <a href="{link}.svg">.svg</a></div>'
-        body.append(f'<figure id="fig-{e(f.id)}" data-series="{len(f.series)}" data-points="{len(f.points)}">'
-                    f'<div class="chart" id="chart-{e(f.id)}"></div><figcaption><b>{e(f.title)}.</b> '
-                    f"{e(f.caption)}</figcaption>{files}</figure>")
+        body.append("<p>These results hold nothing to plot" + (" outside FRER under attack" if attacks else "")
+                    + ".</p>")
+    body += [_figure(f, images, out) for f in figures]
     body.append('<h2 id="tables">Tables</h2>')
     body += [_table(t) for t in tables]
+    if attacks:
+        body.append('<h2 id="attacks">FRER under attack</h2>')
+        body += [_attack(a, images, out) for a in attacks]
     body.append('<h2 id="method">Method and raw data</h2>')
     body += [_method(s, out) for s in sources]
-    specs = json.dumps({f.id: f.spec() for f in figures}).replace("</", "<\\/")
+    drawn = [*figures, *(f for a in attacks for f in a.figures)]
+    specs = json.dumps({f.id: f.spec() for f in drawn}).replace("</", "<\\/")
     bundle = vl_convert.javascript_bundle(vl_version=VL_VERSION).replace("</script", "<\\/script")
     scripts = f"<script>{bundle}</script><script>const FIGURES = {specs};{DRAW}{SORT}</script>"
     write_atomic(out, head + "".join(body) + scripts + "</body></html>")
+
+
+def _figure(f: Figure, images: Path | None, out: Path) -> str:
+    e = html.escape
+    files = ""
+    if images:
+        link = e(_from_page(images / f.id, out))
+        files = f'<div class="files">images: <a href="{link}.png">{link}.png</a>, <a href="{link}.svg">.svg</a></div>'
+    return (f'<figure id="fig-{e(f.id)}" data-series="{len(f.series)}" data-points="{len(f.points)}">'
+            f'<div class="chart" id="chart-{e(f.id)}"></div><figcaption><b>{e(f.title)}.</b> '
+            f"{e(f.caption)}</figcaption>{files}</figure>")
+
+
+def _attack(a: Section, images: Path | None, out: Path) -> str:
+    """One attack run's or suite's part of FRER under attack: what it was, its verdict, its
+    figures and tables."""
+    e = html.escape
+    facts = "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in a.facts)
+    verdict = f'<p class="verdict"><b>Verdict:</b> {e(a.verdict)}</p>' if a.verdict else ""
+    return (f'<section id="{e(a.id)}"><h3>{e(a.title)}</h3><p>{e(a.intro)}</p>'
+            f'<table class="facts"><tbody>{facts}</tbody></table>{verdict}'
+            + "".join(_figure(f, images, out) for f in a.figures) + "".join(_table(t) for t in a.tables) + "</section>")
 
 
 def _systems(sources: list[Source]) -> str:
@@ -189,11 +216,12 @@ def _table(t: Table) -> str:
 
 def _method(s: Source, out: Path) -> str:
     e = html.escape
-    keys = ("campaign", "created", "host", "kernel", "cpu", "cpus", "frerlab", "commit", "python", "tools", "testbed",
-            "schedule", "scenario", "run")
+    keys = ("campaign", "created", "start", "host", "kernel", "cpu", "cpus", "frerlab", "commit", "python", "tools",
+            "testbed", "schedule", "scenario", "run")
     facts = {k: s.meta[k] for k in keys if k in s.meta}
-    if "created" in facts and isinstance(facts["created"], (int, float)):
-        facts["created"] = time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(facts["created"]))
+    for when in ("created", "start"):
+        if isinstance(facts.get(when), (int, float)):
+            facts[when] = time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(facts[when]))
     rows = "".join(f"<tr><th>{e(k)}</th><td>{e(v if isinstance(v, str) else json.dumps(v))}</td></tr>"
                    for k, v in facts.items())
     campaign = (f"<details><summary>campaign file</summary><pre>{e(s.campaign_text)}</pre></details>"

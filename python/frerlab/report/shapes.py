@@ -236,3 +236,139 @@ class Timeline(_Shape):
     series: dict[str, list[Count]]
     events: list[TimelineEvent] = []
     complete: bool | None = None
+
+
+class AttackListener(_Shape):
+    """What the listener counted of an attack run's genuine stream and of the forged frames."""
+
+    expected: Count
+    received: Count
+    lost: Count
+    lost_to_outage: Count
+    lost_to_attack: Count
+    duplicates: Count
+    forged: Count
+
+
+class AttackInterval(_Shape):
+    """One sequence bin of an attack run: the genuine frames sent, received, lost and duplicated
+    in it and the forged frames delivered in their place."""
+
+    t_s: Number
+    sent: Count
+    received: Count
+    lost: Count
+    duplicates: Count
+    forged: Count
+
+
+class AttackStep(_Shape):
+    what: str
+    t_s: Number
+
+
+def _span(values: list[float] | None, name: str) -> None:
+    if values is not None and (len(values) != 2 or values[0] > values[1]):
+        raise ValueError(f"{name} must be [from, to] with from <= to")
+
+
+class AttackRun(_Shape):
+    """result.json of an attack run (`frerlab attack run`, each run of `frerlab attack suite`)."""
+
+    attack: str
+    values: str
+    path: str
+    node: str
+    algorithm: str
+    history_length: Count
+    reset_timeout_s: Number
+    listener: AttackListener
+    recovery: dict[str, Count]
+    port: dict[str, Count] = {}
+    latent: dict[str, Number | bool | None] = {}
+    injected: dict[str, Number | str | None] = {}
+    intervals: list[AttackInterval]
+    attack_s: list[Number] | None = None
+    recovered_s: Number | None = None
+    detected_by: list[str]
+    verdict: str
+    run: list[AttackStep] = []
+
+    @model_validator(mode="after")
+    def _ordered(self) -> AttackRun:
+        starts = [i.t_s for i in self.intervals]
+        if any(b <= a for a, b in zip(starts, starts[1:])):
+            raise ValueError("the intervals' t_s must increase")
+        _span(self.attack_s, "attack_s")
+        return self
+
+
+class _Range(RootModel[list[Number]]):
+    """[low, high] over a group's runs."""
+
+    model_config = ConfigDict(strict=True, allow_inf_nan=False)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> _Range:
+        _span(self.root, "a range")
+        return self
+
+
+class _CountRange(_Range):
+    @model_validator(mode="after")
+    def _counts(self) -> _CountRange:
+        if min(self.root) < 0:
+            raise ValueError("a range of counts must not go below 0")
+        return self
+
+
+class SuiteStream(_Shape):
+    rate_fps: Positive
+    frame_size: Positive
+    duration_s: Positive
+    interval_s: Positive
+
+
+class SuiteRow(_Shape):
+    """One run of an attack suite."""
+
+    algorithm: str
+    attack: str
+    defence: str
+    repetition: Count
+    lost_to_attack: Count
+    duplicates: Count
+    forged: Count
+    recovered_s: Number | None = None
+    detected_by: str = ""
+    verdict: str = ""
+
+
+class SuiteGroup(_Shape):
+    """Per algorithm, attack and defence of an attack suite: n and each count's range over the runs."""
+
+    algorithm: str
+    attack: str
+    defence: str
+    n: Annotated[int, Field(ge=1)]
+    lost_to_attack: _CountRange
+    duplicates: _CountRange
+    forged: _CountRange
+    lost_to_outage: _CountRange | None = None
+    rogue: _CountRange | None = None
+    guard_alarms: _CountRange | None = None
+    recovered_s: _Range | None = None
+    detected_by: list[str] = []
+
+
+class Suite(_Shape):
+    """suite.json of `frerlab attack suite`: the settings it was measured on (the stream, and
+    any other key beside runs and groups), a row per run and a group per algorithm, attack and
+    defence."""
+
+    stream: SuiteStream
+    runs: list[SuiteRow]
+    groups: list[SuiteGroup]
+    reset_timeout_ms: Number | None = None
+    guard: dict[str, Number | str | bool | None] | None = None
+    police: Number | str | None = None

@@ -3,7 +3,9 @@ import's results directory (metadata.json, units/*/result.json, summary.json), a
 run's directory (`frerlab failover`, `frerlab demo --output`: result.json with phases and
 events, and timeline.json where the run captured one), and a simulator run's directory
 (`frerlab sim run -o`: meta.json and one CSV per table) or sweep (sweep.csv: one row per grid
-point and stream, the grid's fields first, and each point's run in point-NNN/).
+point and stream, the grid's fields first, and each point's run in point-NNN/), an attack run's
+directory (`frerlab attack run -o`: meta.json `test: attack`, result.json, the tools' reports)
+and an attack suite's (`frerlab attack suite -o`: suite.json, each run's directory under it).
 
 Each directory given becomes one or more `Source`s, labelled by the directory's name (made
 unique), with the paths of its raw files kept for the report's raw-data section.
@@ -32,7 +34,7 @@ from frerlab.errors import UsageError
 from frerlab.files import MAX_STORED_BYTES, check_shape, read_json, read_stored, shape_error, stored_file
 from frerlab.report import shapes
 
-KINDS = ("campaign", "import", "failover", "sim", "sim-sweep")
+KINDS = ("campaign", "import", "failover", "sim", "sim-sweep", "attack", "attack-suite")
 #: Directory entries walked per report (the largest real results, docs/results/seed-methodology, hold 1,400).
 MAX_ENTRIES = 200_000
 #: Units (result.json files) per report (seed-methodology: 262).
@@ -43,6 +45,8 @@ MAX_BYTES = 512 << 20
 MAX_ROWS = 2_000_000
 #: Files a campaign or fail-over run derived (the others under it are the tools' raw outputs).
 DERIVED = {"result.json", "summary.json", "summary.csv", "metadata.json", "meta.json", "timeline.json"}
+#: Files an attack suite derived from its runs (beside them, the runs' raw files).
+SUITE_DERIVED = {"suite.json", "suite.csv", "suite.md"}
 #: Columns of a simulator run's tables the figures draw, per table: name -> NaN allowed.
 SIM_COLUMNS = {"series": {"stream": None, "time_s": False, "throughput_bps": False, "lost": False},
                "rate_series": {"stream": None, "time_s": False, "rate_mean_bps": False, "rate_max_bps": False},
@@ -78,6 +82,10 @@ class Source:
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     #: sim: scenario.json, for the figures that need the topology
     scenario: dict[str, Any] | None = None
+    #: attack: the run's result.json
+    attack: dict[str, Any] | None = None
+    #: attack-suite: suite.json
+    suite: dict[str, Any] | None = None
     #: files holding what the tools produced, relative to `path`
     raw_files: list[str] = field(default_factory=list)
     #: files not read or listed, each with why (not a regular file inside `path`, too large)
@@ -180,7 +188,7 @@ def load_all(paths: list[Path]) -> list[Source]:
     damaged file, or results beyond the report's bounds."""
     if not paths:
         raise UsageError("no results directory given: name one or more (a campaign's, an import's, a fail-over "
-                         "run's or a simulator run's)")
+                         "run's, a simulator run's, an attack run's or an attack suite's)")
     budget = _Budget()
     sources: list[Source] = []
     for path in paths:
@@ -224,13 +232,16 @@ def load(path: Path, budget: _Budget | None = None) -> list[Source]:
         source = _sim(d)
     elif _exists(path / "sweep.csv"):
         source = _sweep(d)
+    elif _exists(path / "suite.json"):
+        source = _attack_suite(d)
     else:
-        source = _failover(d)
+        source = _attack(d) or _failover(d)
     if source is None:
         raise UsageError(f"{path} holds no results frerlab can read: expected a campaign's or an import's results "
                          "directory (metadata.json), a simulator run or sweep (report.json and meta.json, or sweep.csv, "
-                         "from `sim run -o`) or a fail-over run (result.json from `frerlab failover` or "
-                         "`frerlab demo --output`)"
+                         "from `sim run -o`), a fail-over run (result.json from `frerlab failover` or "
+                         "`frerlab demo --output`), an attack run (meta.json and result.json from `frerlab attack run`) "
+                         "or an attack suite (suite.json from `frerlab attack suite`)"
                          + (f"; skipped: {'; '.join(d.skipped)}" if d.skipped else ""))
     source.skipped = d.skipped
     return [source]
@@ -345,3 +356,40 @@ def _failover(d: _Directory) -> Source | None:
     files = d.walk()
     return Source("failover", d.root.resolve().name, d.root, runs[0][1].get("meta", {}), failovers=runs,
                   raw_files=d.listed([f for f in files if Path(f).name not in DERIVED and not _report_output(f)]))
+
+
+def _attack(d: _Directory) -> Source | None:
+    """The attack run in the directory itself (meta.json says `test: attack`), or None."""
+    if not (_exists(d.root / "meta.json") and _exists(d.root / "result.json")):
+        return None
+    (meta_path,) = d.reserve(["meta.json"])
+    meta = d.json(meta_path, shapes.Metadata)
+    if not meta or meta.get("test") != "attack":
+        return None
+    (result_path,) = d.reserve(["result.json"])
+    if result_path is None:
+        return None
+    result = d.json(result_path, shapes.AttackRun)
+    d.budget.add("rows", len(result["intervals"]), MAX_ROWS, result_path)
+    files = d.walk()
+    return Source("attack", d.root.resolve().name, d.root, meta, attack=result,
+                  raw_files=d.listed([f for f in files if Path(f).name not in DERIVED and not _report_output(f)]))
+
+
+def _attack_suite(d: _Directory) -> Source | None:
+    """suite.json, and the meta.json of its first run for where it ran (the runs' own files are
+    listed as its raw files)."""
+    files = d.walk()
+    (suite_path,) = d.reserve(["suite.json"])
+    if suite_path is None:
+        return None
+    suite = d.json(suite_path, shapes.Suite)
+    d.budget.add("rows", len(suite["runs"]) + len(suite["groups"]), MAX_ROWS, suite_path)
+    meta: dict[str, Any] = {}
+    if suite["runs"]:
+        first = suite["runs"][0]
+        (meta_path,) = d.reserve([Path(first["algorithm"], first["attack"], first["defence"],
+                                       f"r{first['repetition']}", "meta.json")])
+        meta = d.json(meta_path, shapes.Metadata) or {}
+    raw = [f for f in files if f not in SUITE_DERIVED and Path(f).name not in DERIVED and not _report_output(f)]
+    return Source("attack-suite", d.root.resolve().name, d.root, meta, suite=suite, raw_files=d.listed(raw))
