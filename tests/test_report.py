@@ -5,6 +5,7 @@ and finds every figure drawn with its series and points, no console error, sorta
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import subprocess
@@ -288,28 +289,11 @@ def test_bad_directories_are_refused_naming_them(tmp_path):
 SCREENSHOTS = ROOT / "target" / "test-output" / "report"
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed")
-@pytest.mark.slow
-def test_a_browser_offline_shows_what_the_results_hold(results, tmp_path):
-    """Every kind of results in one page, opened offline in Chromium: each figure drawn with its
-    rows, FRER and control in the same colours everywhere, the loss axis logarithmic, invalid
-    units marked, no interval of a non-negative quantity below 0, the verdict table's figures
-    equal to summary.json's, tables that sort and filter, a legend click that fades the other
-    series, no absolute path of this machine in the page; a screenshot of every figure."""
+@contextlib.contextmanager
+def offline_page(out: Path):
+    """Report page `out` open in Debian's Chromium with the network cut off: (page, the URLs it
+    requested, the errors it logged), checked when the block ends: no error, nothing but files."""
     from playwright.sync_api import sync_playwright
-    copy = tmp_path / "quick"  # with one invalid unit, so that one is drawn
-    shutil.copytree(QUICK, copy)
-    unit = copy / "units/loss_vs_load/frer/frame_size=1024,load=40/r1/result.json"
-    r = json.loads(unit.read_text())
-    r["valid"] = False
-    r["flags"].append({"name": "generator_shortfall", "detail": "test", "invalidates": True})
-    unit.write_text(json.dumps(r))
-    _resummarize(copy)
-    out = tmp_path / "page" / "report.html"
-    drawn = write_report([copy, *(v for k, v in results.items() if k != "quick")], out, tmp_path / "page" / "images")
-    html = out.read_text()
-    for machine_path in (str(tmp_path), str(ROOT), "/tmp/", "/work/"):
-        assert machine_path not in html.split("<script>")[0], machine_path
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     requests, errors = [], []
     with sync_playwright() as p:
@@ -323,66 +307,91 @@ def test_a_browser_offline_shows_what_the_results_hold(results, tmp_path):
             page.on("pageerror", lambda e: errors.append(str(e)))
             page.goto(out.as_uri())
             assert page.evaluate("() => window.frerlabReady.then(() => window.frerlabErrors)") == []
-            colours = {}
-            for f in drawn:
-                shown = page.evaluate("""id => {
-                    const view = window.frerlabViews[id], rows = view.data('rows');
-                    const chart = document.getElementById('chart-' + id);
-                    const colour = view.scale('color') || view.scale('child__column_P50_color');
-                    return {rows: rows.length, marks: chart.querySelectorAll('.mark-symbol path, .mark-line path').length,
-                            domain: colour ? colour.domain() : null, range: colour ? colour.range() : null,
-                            legend: Array.from(chart.querySelectorAll('.role-legend-label text')).map(t => t.textContent)};
-                }""", f.id)
-                assert shown["rows"] == len(f.rows) and shown["marks"] > 0, f.id
-                if f.colour == "mode":
-                    assert shown["domain"] == f.series, f.id
-                    for mode, colour in zip(shown["domain"], shown["range"]):
-                        assert colours.setdefault(mode, colour) == colour, (f.id, mode)
-                    if any(r.get("outcome") == "invalid" for r in f.rows):
-                        assert "invalid" in shown["legend"], f.id
-                page.locator(f"#fig-{f.id}").screenshot(path=str(SCREENSHOTS / f"{f.id}.png"))
-            assert colours["FRER"] == "#0072B2" and colours["control"] == "#D55E00"
-            # the loss axis is logarithmic (symlog: 0 shows), the invalid unit is drawn as one
-            loss = page.evaluate("""() => {
-                const view = window.frerlabViews['loss-vs-load'];
-                return {scale: FIGURES['loss-vs-load'].spec.layer[0].encoding.y.scale.type,
-                        invalid: view.data('rows').filter(r => r.outcome === 'invalid').map(r => r.unit)};
-            }""")
-            assert loss == {"scale": "symlog", "invalid": [r["unit"]["id"]]}
-            # no interval of a non-negative quantity below 0, in what the browser drew
-            lows = page.evaluate("""() => Object.values(window.frerlabViews).flatMap(v => v.data('rows'))
-                .filter(r => r.lo !== null && r.lo !== undefined).map(r => r.lo)""")
-            assert lows and min(lows) >= 0
-            # the verdict table shows summary.json's means
-            groups = json.loads((copy / "summary.json").read_text())["groups"]
-            tcp = next(g for g in groups if g["kind"] == "tcp" and g["mode"] == "control")
-            cells = page.evaluate("""() => Array.from(document.querySelectorAll('#verdicts-quick tbody tr'))
-                .filter(r => r.cells[0].textContent === 'TCP')
-                .map(r => Number(r.cells[4].dataset.value))""")
-            assert cells == pytest.approx([tcp["metrics"]["throughput_mbps"]["mean"]])
-            # tables sort by a clicked column, numbers numerically, and filter by what is typed
-            page.click("#statistics th:has-text('estimate')")
-            means = page.evaluate("""() => Array.from(document.querySelectorAll('#statistics tbody tr'))
-                .map(r => r.cells[7].dataset.value).filter(v => v !== '').map(Number)""")
-            assert means == sorted(means) and len(means) > 10
-            page.fill("input[data-table=statistics]", "tcp frer")
-            kept = page.evaluate("""() => Array.from(document.querySelectorAll('#statistics tbody tr'))
-                .filter(r => !r.hidden).map(r => r.cells[1].textContent + ' ' + r.cells[2].textContent)""")
-            assert kept and set(kept) == {"tcp FRER"}
-            # a click on a legend entry fades the other series
-            tcp_id = "tcp-baseline"
-            picked = f"() => window.frerlabViews['{tcp_id}'].signal('legend_pick_tuple')"
-            assert page.evaluate(picked) is None
-            page.click(f"#chart-{tcp_id} .role-legend-label text >> nth=0")
-            assert page.evaluate(picked)["values"] == ["FRER"]
-            # links are relative and lead to files that are there
-            hrefs = page.evaluate("() => Array.from(document.querySelectorAll('a[href]')).map(a => a.getAttribute('href'))")
-            files = [h for h in hrefs if not h.startswith("#")]
-            assert files and all(not h.startswith("/") and (out.parent / h).exists() for h in files)
+            yield page, requests, errors
         finally:
             browser.close()
     assert errors == []
     assert all(u.startswith("file://") for u in requests), [u for u in requests if not u.startswith("file://")]
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed")
+@pytest.mark.slow
+def test_a_browser_offline_shows_what_the_results_hold(results, tmp_path):
+    """Every kind of results in one page, opened offline in Chromium: each figure drawn with its
+    rows, FRER and control in the same colours everywhere, the loss axis logarithmic, invalid
+    units marked, no interval of a non-negative quantity below 0, the verdict table's figures
+    equal to summary.json's, tables that sort and filter, a legend click that fades the other
+    series, no absolute path of this machine in the page; a screenshot of every figure."""
+    copy = tmp_path / "quick"  # with one invalid unit, so that one is drawn
+    shutil.copytree(QUICK, copy)
+    unit = copy / "units/loss_vs_load/frer/frame_size=1024,load=40/r1/result.json"
+    r = json.loads(unit.read_text())
+    r["valid"] = False
+    r["flags"].append({"name": "generator_shortfall", "detail": "test", "invalidates": True})
+    unit.write_text(json.dumps(r))
+    _resummarize(copy)
+    out = tmp_path / "page" / "report.html"
+    drawn = write_report([copy, *(v for k, v in results.items() if k != "quick")], out, tmp_path / "page" / "images")
+    html = out.read_text()
+    for machine_path in (str(tmp_path), str(ROOT), "/tmp/", "/work/"):
+        assert machine_path not in html.split("<script>")[0], machine_path
+    with offline_page(out) as (page, requests, errors):
+        colours = {}
+        for f in drawn:
+            shown = page.evaluate("""id => {
+                const view = window.frerlabViews[id], rows = view.data('rows');
+                const chart = document.getElementById('chart-' + id);
+                const colour = view.scale('color') || view.scale('child__column_P50_color');
+                return {rows: rows.length, marks: chart.querySelectorAll('.mark-symbol path, .mark-line path').length,
+                        domain: colour ? colour.domain() : null, range: colour ? colour.range() : null,
+                        legend: Array.from(chart.querySelectorAll('.role-legend-label text')).map(t => t.textContent)};
+            }""", f.id)
+            assert shown["rows"] == len(f.rows) and shown["marks"] > 0, f.id
+            if f.colour == "mode":
+                assert shown["domain"] == f.series, f.id
+                for mode, colour in zip(shown["domain"], shown["range"]):
+                    assert colours.setdefault(mode, colour) == colour, (f.id, mode)
+                if any(r.get("outcome") == "invalid" for r in f.rows):
+                    assert "invalid" in shown["legend"], f.id
+            page.locator(f"#fig-{f.id}").screenshot(path=str(SCREENSHOTS / f"{f.id}.png"))
+        assert colours["FRER"] == "#0072B2" and colours["control"] == "#D55E00"
+        # the loss axis is logarithmic (symlog: 0 shows), the invalid unit is drawn as one
+        loss = page.evaluate("""() => {
+            const view = window.frerlabViews['loss-vs-load'];
+            return {scale: FIGURES['loss-vs-load'].spec.layer[0].encoding.y.scale.type,
+                    invalid: view.data('rows').filter(r => r.outcome === 'invalid').map(r => r.unit)};
+        }""")
+        assert loss == {"scale": "symlog", "invalid": [r["unit"]["id"]]}
+        # no interval of a non-negative quantity below 0, in what the browser drew
+        lows = page.evaluate("""() => Object.values(window.frerlabViews).flatMap(v => v.data('rows'))
+            .filter(r => r.lo !== null && r.lo !== undefined).map(r => r.lo)""")
+        assert lows and min(lows) >= 0
+        # the verdict table shows summary.json's means
+        groups = json.loads((copy / "summary.json").read_text())["groups"]
+        tcp = next(g for g in groups if g["kind"] == "tcp" and g["mode"] == "control")
+        cells = page.evaluate("""() => Array.from(document.querySelectorAll('#verdicts-quick tbody tr'))
+            .filter(r => r.cells[0].textContent === 'TCP')
+            .map(r => Number(r.cells[4].dataset.value))""")
+        assert cells == pytest.approx([tcp["metrics"]["throughput_mbps"]["mean"]])
+        # tables sort by a clicked column, numbers numerically, and filter by what is typed
+        page.click("#statistics th:has-text('estimate')")
+        means = page.evaluate("""() => Array.from(document.querySelectorAll('#statistics tbody tr'))
+            .map(r => r.cells[7].dataset.value).filter(v => v !== '').map(Number)""")
+        assert means == sorted(means) and len(means) > 10
+        page.fill("input[data-table=statistics]", "tcp frer")
+        kept = page.evaluate("""() => Array.from(document.querySelectorAll('#statistics tbody tr'))
+            .filter(r => !r.hidden).map(r => r.cells[1].textContent + ' ' + r.cells[2].textContent)""")
+        assert kept and set(kept) == {"tcp FRER"}
+        # a click on a legend entry fades the other series
+        tcp_id = "tcp-baseline"
+        picked = f"() => window.frerlabViews['{tcp_id}'].signal('legend_pick_tuple')"
+        assert page.evaluate(picked) is None
+        page.click(f"#chart-{tcp_id} .role-legend-label text >> nth=0")
+        assert page.evaluate(picked)["values"] == ["FRER"]
+        # links are relative and lead to files that are there
+        hrefs = page.evaluate("() => Array.from(document.querySelectorAll('a[href]')).map(a => a.getAttribute('href'))")
+        files = [h for h in hrefs if not h.startswith("#")]
+        assert files and all(not h.startswith("/") and (out.parent / h).exists() for h in files)
 
 
 def test_building_the_command_line_loads_neither_plotting_nor_data_libraries():

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from test_attack import RESET_TIMEOUT_MS, SETS, STREAM, needs_bpf
-from test_report import CHROMIUM, CHROMIUM_ARGS, QUICK, SCREENSHOTS
+from test_report import CHROMIUM, QUICK, SCREENSHOTS, offline_page
 
 from frerlab.attack import run, spec, suite
 from frerlab.errors import UsageError
@@ -220,50 +220,33 @@ def test_a_browser_offline_shows_the_attack_section(attacked, tmp_path):
     """The run and the suite in one page, opened offline in Chromium: every figure drawn with
     its rows, the verdict line shown, the groups table sorting by a count numerically and
     filtering, the raw files' links leading to files that are there; a screenshot of each figure."""
-    from playwright.sync_api import sync_playwright
     out = tmp_path / "page" / "report.html"
     drawn = write_report([attacked["suite"], attacked["run"]], out, tmp_path / "page" / "images")
     result = json.loads((attacked["run"] / "result.json").read_text())
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    requests, errors = [], []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            context = browser.new_context(offline=True, viewport={"width": 1300, "height": 900})
-            context.route("**/*", lambda route: (requests.append(route.request.url), route.continue_()
-                                                 if route.request.url.startswith("file://") else route.abort()))
-            page = context.new_page()
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto(out.as_uri())
-            assert page.evaluate("() => window.frerlabReady.then(() => window.frerlabErrors)") == []
-            assert {f.id for f in drawn} == {"attack-harm-suite", "attack-timeline-run"}
-            for f in drawn:
-                shown = page.evaluate("""id => {
-                    const view = window.frerlabViews[id], chart = document.getElementById('chart-' + id);
-                    return {rows: view.data('rows').length,
-                            marks: chart.querySelectorAll('.mark-symbol path, .mark-line path').length,
-                            legend: Array.from(chart.querySelectorAll('.role-legend-label text')).map(t => t.textContent)};
-                }""", f.id)
-                assert shown["rows"] == len(f.rows) and shown["marks"] > 0, f.id
-                assert shown["legend"] == f.series, f.id
-                page.locator(f"#fig-{f.id}").screenshot(path=str(SCREENSHOTS / f"{f.id}.png"))
-            assert page.locator("#under-attack-run .verdict").inner_text() == f"Verdict: {result['verdict']}"
-            assert page.locator("nav a[href='#attacks']").inner_text() == "FRER under attack"
-            # the groups table sorts by a count numerically, and filters by what is typed
-            page.click("#attack-groups-suite th:has-text('rogue')")
-            column = "Array.from(document.querySelectorAll('#attack-groups-suite tbody tr'))"
-            rogue = page.evaluate(f"() => {column}.map(r => Number(r.cells[8].dataset.value))")
-            assert rogue == sorted(rogue) and len(rogue) == 4
-            page.fill("input[data-table=attack-groups-suite]", "inject-far guard")
-            kept = page.evaluate(f"() => {column}.filter(r => !r.hidden).map(r => r.cells[1].textContent + ' ' "
-                                 "+ r.cells[2].textContent)")
-            assert kept == ["inject-far guard"]
-            hrefs = page.evaluate("() => Array.from(document.querySelectorAll('a[href]')).map(a => a.getAttribute('href'))")
-            files = [h for h in hrefs if not h.startswith("#")]
-            assert any(h.endswith("inject.json") for h in files)
-            assert all(not h.startswith("/") and (out.parent / h).exists() for h in files)
-        finally:
-            browser.close()
-    assert errors == []
-    assert all(u.startswith("file://") for u in requests), [u for u in requests if not u.startswith("file://")]
+    with offline_page(out) as (page, _, _):
+        assert {f.id for f in drawn} == {"attack-harm-suite", "attack-timeline-run"}
+        for f in drawn:
+            shown = page.evaluate("""id => {
+                const view = window.frerlabViews[id], chart = document.getElementById('chart-' + id);
+                return {rows: view.data('rows').length,
+                        marks: chart.querySelectorAll('.mark-symbol path, .mark-line path').length,
+                        legend: Array.from(chart.querySelectorAll('.role-legend-label text')).map(t => t.textContent)};
+            }""", f.id)
+            assert shown["rows"] == len(f.rows) and shown["marks"] > 0, f.id
+            assert shown["legend"] == f.series, f.id
+            page.locator(f"#fig-{f.id}").screenshot(path=str(SCREENSHOTS / f"{f.id}.png"))
+        assert page.locator("#under-attack-run .verdict").inner_text() == f"Verdict: {result['verdict']}"
+        assert page.locator("nav a[href='#attacks']").inner_text() == "FRER under attack"
+        # the groups table sorts by a count numerically, and filters by what is typed
+        page.click("#attack-groups-suite th:has-text('rogue')")
+        column = "Array.from(document.querySelectorAll('#attack-groups-suite tbody tr'))"
+        rogue = page.evaluate(f"() => {column}.map(r => Number(r.cells[8].dataset.value))")
+        assert rogue == sorted(rogue) and len(rogue) == 4
+        page.fill("input[data-table=attack-groups-suite]", "inject-far guard")
+        kept = page.evaluate(f"() => {column}.filter(r => !r.hidden).map(r => r.cells[1].textContent + ' ' "
+                             "+ r.cells[2].textContent)")
+        assert kept == ["inject-far guard"]
+        hrefs = page.evaluate("() => Array.from(document.querySelectorAll('a[href]')).map(a => a.getAttribute('href'))")
+        files = [h for h in hrefs if not h.startswith("#")]
+        assert any(h.endswith("inject.json") for h in files)
+        assert all(not h.startswith("/") and (out.parent / h).exists() for h in files)

@@ -128,12 +128,12 @@ def check_fits(a: spec.Attack, path: str, settings: dict, stream: Stream, tb_nam
     if a.kind == "inject-after-reset" and not a.outage > timeout:
         raise UsageError(f"inject-after-reset: outage {a.outage:g} s is not longer than the reset timeout of "
                          f"testbed {tb_name!r} ({timeout:g} s): no reset would follow it")
-    earliest = getattr(a, "age", 0) / stream.rate_fps + RECORD_MARGIN_S
-    if a.kind == "replay" and a.start < earliest:
+    earliest = a.age / stream.rate_fps + RECORD_MARGIN_S if a.kind == "replay" else 0.0
+    if a.start < earliest:
         raise UsageError(f"replay: age {a.age} needs {a.age} frames recorded before the attack's start: at "
                          f"{stream.rate_fps} frames/s start it at {earliest:.4g} s or later (it is {a.start:g} s), "
                          "or run a faster stream (--rate-fps)")
-    end = a.start + getattr(a, "outage", 0.0) + a.length_s()
+    end = a.end_s()
     if not end < stream.duration_s:
         raise UsageError(f"the attack ends {end:g} s into the stream, not before the stream does "
                          f"({stream.duration_s:g} s): lower its start, count or duration, or run a longer "

@@ -103,6 +103,10 @@ class _Attack(BaseModel):
         """Seconds from the attack's first frame to its last."""
         return (self.frames() - 1) / self.rate
 
+    def end_s(self) -> float:
+        """Seconds into the stream of the attack's last frame (after inject-after-reset's outage)."""
+        return self.start + getattr(self, "outage", 0.0) + self.length_s()
+
 
 class InjectAhead(_Attack):
     """Forged frames `ahead` numbers beyond the stream's newest one."""

@@ -33,7 +33,7 @@ from frerlab.dataplane import control
 from frerlab.errors import UsageError
 from frerlab.files import write_atomic
 from frerlab.testbed import bed
-from frerlab.units import rate_bps
+from frerlab.units import rate_bps, size_bytes
 
 #: The columns of a row of the table, after its algorithm, attack and defence.
 COUNTS = ("lost_to_attack", "lost_to_outage", "duplicates", "forged", "rogue", "guard_alarms")
@@ -107,7 +107,7 @@ def run_suite(out: Path, attacks: list[str], algorithms: list[str], stream: run.
 
 def fitted(a: spec.Attack, stream: run.Stream) -> run.Stream:
     """The suite's stream, lengthened to a whole second past the attack's end if it ends later."""
-    end = a.start + getattr(a, "outage", 0.0) + a.length_s()
+    end = a.end_s()
     return stream if end < stream.duration_s else replace(stream, duration_s=float(math.ceil(end) + 1))
 
 
@@ -205,7 +205,7 @@ def markdown(table: dict) -> str:
              "raise an alarm, and reset a function that passed nothing in that period.",
              "" if not table.get("police") else
              f"Police: each path's copies through a flow meter of {rate_bps(table['police']) / 1e6:g} Mbit/s (SDU), "
-             f"burst {tb['police_burst']}, at the eliminating switch.", "",
+             f"burst {size_bytes(tb['police_burst'])} octets, at the eliminating switch.", "",
              "| algorithm | attack | defence | n | genuine lost | lost to outage | duplicates | forged delivered "
              "| rogue | guard alarms | recovered (s) | shown by |" + (" stated harm | holds |" if stated else ""),
              "|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if stated else "")]
