@@ -387,7 +387,9 @@ def analyse(a: spec.Attack, path: str, stream: Stream, settings: dict, sender: d
     latent_before, latent_after = _latent(before), _latent(after)
     threshold = latent_after["difference_threshold"] if latent_after else plan.Recovery().latent_difference
     drift = rcvy["passed_packets"] * (len(bed.PATHS) - 1) - rcvy["discarded_packets"]
-    latent = {"alarms": (latent_after["alarms"] - latent_before["alarms"]) if latent_after and latent_before else None,
+    # a monitor that had not written its findings yet when the run began (a testbed just up) had raised none
+    latent = {"alarms": latent_after["alarms"] - (latent_before["alarms"] if latent_before else 0) if latent_after
+              else None,
               "active": latent_after["active"] if latent_after else None,
               "drift": drift, "threshold": threshold, "over_threshold": abs(drift) > threshold}
     timing = harm_timing(genuine, forged, stream.rate_fps, injected)
