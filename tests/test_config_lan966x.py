@@ -15,6 +15,7 @@ from frerlab.config.lan966x import export_lan966x, parse_lan966x
 from frerlab.dataplane.config import load_config, parse_config
 from frerlab.errors import UsageError
 from frerlab.remote.cli import script_commands
+from frerlab.testbed import plan
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "configs" / "dataplane"
@@ -81,13 +82,107 @@ def test_every_identification_type_the_switch_has_keys_for_round_trips():
     assert parse_lan966x(text, "test")[1].model_dump() == cfg.model_dump()
 
 
+def _policed_sw2() -> dict:
+    """The shipped lan966x-sw2 with the policing the testbed gives its SW2 (one filter and flow
+    meter per path: `frerlab testbed` with police_bps 4 Mbit/s, burst 24000 octets), its ports
+    p1 and p2 on the switch's eth1 and eth2. (The testbed's SW2 itself splits and detects latent
+    errors, which the switch cannot do.)"""
+    import yaml
+
+    testbed = plan.node_configs("frer", recovery=plan.Recovery(police_bps=4_000_000, police_burst=24_000))["sw2"]
+    data = yaml.safe_load((CONFIGS / "lan966x-sw2.yaml").read_text())
+    on_switch = {"p1": "eth1", "p2": "eth2"}
+    data["stream-filter"] = [{**f.model_dump(by_alias=True, exclude_defaults=True),
+                              "port": [on_switch[p] for p in f.port]} for f in testbed.stream_filter]
+    data["flow-meter"] = [m.model_dump(by_alias=True, exclude_defaults=True) for m in testbed.flow_meter]
+    return data
+
+
+def test_a_policed_node_gets_psfp_lines_and_rules_bound_to_them():
+    text = export_lan966x(parse_config(_policed_sw2(), "test"))
+    lines = text.splitlines()
+    # flow meters and stream filters come first, so no rule ever points at one not yet configured
+    assert lines.index("psfp fm 81 --enable 1 --cir 4000 --cbs 24000 --eir 0 --ebs 0 --cf 0 --drop_on_yellow 0 "
+                       "--mark_red_enable 0 --mark_red 0 # flow-meter 11") < lines.index(
+        "psfp sf 0 --enable 1 --max_sdu 0 --block_oversize_enable 0 --block_oversize 0 # stream-filter 11 stream 1 "
+        "port eth1 flow-meter 11") < next(n for n, line in enumerate(lines) if line.startswith("vcap"))
+    assert "psfp fm 82 --enable 1 --cir 4000 --cbs 24000" in text
+    assert "psfp sf 1 --enable 1 --max_sdu 0 --block_oversize_enable 0 --block_oversize 0 # stream-filter 12" in text
+    # the rule of each path binds its frames to that path's filter and meter
+    assert ("IF_IGR_PORT_MASK 0x2 0x1ff" in lines[-5] and lines[-5].endswith(
+        "VCAP_AFS_S1 ISDX_REPLACE_ENA 1 ISDX_ADD_VAL 1 SFID_ENA 1 SFID_VAL 0 POLICE_ENA 1 POLICE_IDX 81 "
+        "# stream-identity 1 handle 1"))
+    assert "ISDX_ADD_VAL 2 SFID_ENA 1 SFID_VAL 1 POLICE_ENA 1 POLICE_IDX 82 # stream-identity 1 handle 1" in lines[-4]
+    assert "# PSFP (802.1Qci): `psfp fm FMI` (flow meter) and `psfp sf SFI` (stream filter) follow the psfp" in text
+    assert "psfp" not in (GOLDEN / "lan966x-sw2.sh").read_text()  # and only a policed node has them
+
+
+def test_a_policed_node_round_trips():
+    cfg = parse_config(_policed_sw2(), "test")
+    assert parse_lan966x(export_lan966x(cfg), "test")[1].model_dump() == cfg.model_dump()
+    # a filter of every port, shadowed by a lower index on eth1, one without meter, a shared meter, max-sdu
+    data = copy.deepcopy(BASE)
+    data["stream-filter"] = [{"index": 5, "stream": [1], "port": ["eth1"], "max-sdu-size": 1500, "flow-meter": 2},
+                             {"index": 7, "stream": [1], "flow-meter": 2},
+                             {"index": 9, "stream": [1], "port": ["eth2"], "max-sdu-size": 65535}]
+    data["flow-meter"] = [{"index": 2, "committed-information-rate": 0, "committed-burst-size": 1,
+                           "drop-on-yellow": True}, {"index": 3, "committed-information-rate": 2_184_500_000,
+                                                     "committed-burst-size": 245_760}]
+    cfg = parse_config(data, "test")
+    text = export_lan966x(cfg)
+    assert "ISDX_ADD_VAL 1 SFID_ENA 1 SFID_VAL 0 POLICE_ENA 1 POLICE_IDX 81 #" in text  # eth1: filter 5
+    assert "ISDX_ADD_VAL 2 SFID_ENA 1 SFID_VAL 1 POLICE_ENA 1 POLICE_IDX 81 #" in text  # eth2: filter 7
+    assert "psfp fm 82 --enable 1 --cir 2184500 --cbs 245760" in text  # the limits themselves
+    assert "psfp sf 2 --enable 1 --max_sdu 65535 --block_oversize_enable 0 --block_oversize 0 # stream-filter 9 " \
+           "stream 1 port eth2\n" in text
+    assert parse_lan966x(text, "test")[1].model_dump() == cfg.model_dump()
+
+
+def test_a_policed_config_exports_and_imports_on_the_command_line(tmp_path, capsys):
+    import yaml
+
+    source, script, back = tmp_path / "sw2.yaml", tmp_path / "sw2.sh", tmp_path / "back.yaml"
+    source.write_text(yaml.safe_dump(_policed_sw2()))
+    assert main(["config", "export", str(source), "--target", "lan966x", "-o", str(script)]) == 0
+    assert "SFID_VAL 1 POLICE_ENA 1 POLICE_IDX 82" in script.read_text()
+    assert main(["config", "import", str(script), "-o", str(back)]) == 0
+    assert load_config(back).model_dump() == load_config(source).model_dump()
+
+
+def test_a_script_whose_rule_binds_another_filter_is_refused(capsys):
+    text = export_lan966x(parse_config(_policed_sw2(), "test"))
+    with pytest.raises(UsageError, match=r"x.sh: the rule of ISDX 2 \(stream 1 on eth2\) binds SFID_VAL 0 and "
+                                         r"POLICE_IDX 82, but the `psfp` lines make stream-filter 12 with flow-meter "
+                                         r"12 apply there"):
+        parse_lan966x(text.replace("SFID_VAL 1 ", "SFID_VAL 0 "), "x.sh")
+    with pytest.raises(UsageError, match="binds SFID_VAL none and POLICE_IDX none, but the `psfp` lines make "
+                                         "stream-filter 11 with flow-meter 11"):
+        parse_lan966x(text.replace(" SFID_ENA 1 SFID_VAL 0 POLICE_ENA 1 POLICE_IDX 81", ""), "x.sh")
+    fm = next(n for n, line in enumerate(text.splitlines(), 1) if line.startswith("psfp fm"))
+    with pytest.raises(UsageError, match=rf"x.sh:{fm}: --eir 5 is not what frerlab writes \(--eir 0\)"):
+        parse_lan966x(text.replace("--eir 0", "--eir 5"), "x.sh")
+    with pytest.raises(UsageError, match=rf"x.sh:{fm}: a flow meter needs --cir, --cbs and its `# flow-meter N`"):
+        parse_lan966x(text.replace("# flow-meter 11", ""), "x.sh")
+    with pytest.raises(UsageError, match=rf"x.sh:{fm + 2}: a stream filter needs its `# stream-filter N stream"):
+        parse_lan966x(text.replace("# stream-filter 11 stream 1 port eth1 flow-meter 11", ""), "x.sh")
+
+
+def _filters(count):
+    return lambda d: d.update({"stream-filter": [{"index": i, "stream": [1]} for i in range(count)]})
+
+
+def _meters(count, cir=8000, cbs=1000):
+    return lambda d: d.update({"flow-meter": [{"index": i, "committed-information-rate": cir,
+                                               "committed-burst-size": cbs} for i in range(count)]})
+
+
 REFUSED = {
     # what the hardware or the tools cannot do, and where the limit comes from
     "history 33": (lambda d: d["sequence-recovery"][0].update({"history-length": 33}),
                    "history-length 33 is out of range for lan966x: 2..32 (the LAN966x recovery's range"),
-    "reset 65536 ms": (lambda d: d["sequence-recovery"][0].update({"reset-timeout": 65536}),
-                       "reset-timeout 65536 ms is out of range for lan966x: 1..65535 ms (reset_time is a 16-bit "
-                       "number of ms in the BSP's frer.h)"),
+    "reset 4096 ms": (lambda d: d["sequence-recovery"][0].update({"reset-timeout": 4096}),
+                      "reset-timeout 4096 ms is out of range for lan966x: 1..4095 ms (LAN966X_FRER_RESET_MAX in the "
+                      "BSP kernel's lan966x_qos.h: the driver refuses a larger reset_time)"),
     "no timeout": (lambda d: d["sequence-recovery"][0].update({"reset-timeout": "never"}),
                    "reset-timeout never is out of range for lan966x"),
     "three copies": (lambda d: d.update({"ports": ["eth0", "eth1", "eth2", "eth3"],
@@ -126,6 +221,22 @@ REFUSED = {
               "stream-split is not exported to lan966x: a LAN966x split sends one copy per port"),
     "pvid": (lambda d: d.update({"port-settings": [{"port": "eth0", "pvid": 5}]}),
              "port-settings is not exported to lan966x: set a port's PVID with `bridge vlan add ... pvid`"),
+    "max-sdu 65536": (lambda d: d.update({"stream-filter": [{"index": 4, "stream": [1], "max-sdu-size": 65536}]}),
+                      "stream-filter 4: max-sdu-size 65536 is out of range for lan966x: 0..65535 octets (max_sdu "
+                      "is a 16-bit number in the psfp tool's lan966x_psfp_sf_conf)"),
+    "257 filters": (_filters(257), "257 stream filters is out of range for lan966x: at most 256 "
+                                   "(LAN966X_PSFP_NUM_SFI in the BSP kernel's lan966x_qos.h)"),
+    "264 meters": (_meters(264), "264 flow meters is out of range for lan966x: at most 263 (policers 81..343, "
+                                 "the BSP kernel's pool of PSFP and IS2 policers"),
+    "rate in bit/s": (_meters(1, cir=1500), "flow-meter 0: committed-information-rate 1500 bit/s is out of range "
+                                            "for lan966x: a multiple of 1000 bit/s, 0..2184500000 (`psfp fm --cir` "
+                                            "is in kbit/s; the BSP kernel's policer_conf_set takes at most 65535 "
+                                            "units of 33 1/3 kbit/s)"),
+    "rate above the policer's": (_meters(1, cir=2_184_501_000), "committed-information-rate 2184501000 bit/s is out "
+                                                                "of range for lan966x"),
+    "burst above the policer's": (_meters(1, cbs=245_761), "flow-meter 0: committed-burst-size 245761 octets is out "
+                                                           "of range for lan966x: 1..245760 octets (the BSP kernel's "
+                                                           "policer_conf_set takes at most 60 units of 4096 octets)"),
 }
 
 
@@ -148,8 +259,8 @@ def test_what_the_switch_cannot_do_is_refused_saying_why(name):
 
 
 def test_the_limits_themselves_are_exported():
-    cfg = _config(lambda d: d["sequence-recovery"][0].update({"history-length": 2, "reset-timeout": 65535}))
-    assert "--hlen 2 --reset_time 65535" in export_lan966x(cfg)
+    cfg = _config(lambda d: d["sequence-recovery"][0].update({"history-length": 2, "reset-timeout": 4095}))
+    assert "--hlen 2 --reset_time 4095" in export_lan966x(cfg)
     cfg = _config(lambda d: d["sequence-recovery"][0].update({"history-length": 32, "reset-timeout": 1}))
     assert "--hlen 32 --reset_time 1" in export_lan966x(cfg)
 
@@ -206,8 +317,9 @@ def test_damaged_scripts_are_refused_never_crash():
 
     rng = random.Random(15)
     words = ["0xzz", "99999999999999999999", "-", "#", "&&", "$MS", "--enable", "1", "is1", "frer", "vcap", ")",
-             "MS=$(frer", "frame-rate", "x", "0x1ffffffffffffff", "0"]
+             "MS=$(frer", "frame-rate", "x", "0x1ffffffffffffff", "0", "psfp", "sf", "fm", "1,x", "SFID_VAL"]
     texts = [(GOLDEN / f"{name}.sh").read_text().split(" ") for name in EXPORTED]
+    texts.append(export_lan966x(parse_config(_policed_sw2(), "test")).split(" "))
     for _ in range(1500):
         text = list(rng.choice(texts))
         for _ in range(rng.randint(1, 3)):

@@ -335,8 +335,8 @@ BAD = {
     "unknown leaf": (lambda d: d[f"{SID}:stream-identity"][1]["ip-stream-identification"].update({"ttl": 1}),
                      "stream-identity[index=2]/ip-stream-identification/ttl: not a node frerlab reads (valid: "
                      "destination-mac, tagged"),
-    "unknown module": (lambda d: d.update({"ieee802-dot1q-bridge:bridges": {}}),
-                       "/ieee802-dot1q-bridge:bridges: not a node frerlab reads (valid: ietf-interfaces:interfaces"),
+    "unknown module": (lambda d: d.update({"ieee802-dot1ab-lldp:lldp": {}}),
+                       "/ieee802-dot1ab-lldp:lldp: not a node frerlab reads (valid: ietf-interfaces:interfaces"),
     "a long key is not echoed": (lambda d: d.update({"s3cret" * 20: {}}),
                                  "/(a name that is not a YANG identifier): not a node frerlab reads"),
     "no interfaces": (lambda d: d.pop("ietf-interfaces:interfaces"),

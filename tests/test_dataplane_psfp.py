@@ -212,17 +212,3 @@ def test_stats_views_show_the_filters():
     text = stats.prometheus(snap)
     assert 'psfp_red_frames_count_total{node="sw2",filter="2"} 30' in text
     assert "# HELP psfp_red_frames_count_total psfpRedFramesCount (IEEE 802.1Q 8.6.5, ieee802-dot1q-psfp)" in text
-
-
-def test_exports_say_what_they_leave_out_of_a_policed_configuration():
-    from frerlab.config.lan966x import export_lan966x
-    from frerlab.config.yang import export_yang
-
-    cfg = parse_config(config(**{"stream-filter": [{"index": 1, "stream": [1], "flow-meter": 1}],
-                                 "flow-meter": [{"index": 1, "committed-information-rate": 8000,
-                                                 "committed-burst-size": 100}]}))
-    notes: list[str] = []
-    export_yang(cfg, notes)
-    assert any(n.startswith("stream-filter, flow-meter: not exported") for n in notes), notes
-    with pytest.raises(UsageError, match="stream-filter is not exported to lan966x: frerlab writes no PSFP"):
-        export_lan966x(cfg)

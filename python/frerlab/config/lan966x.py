@@ -10,6 +10,13 @@ allocates a member stream (its id is printed, so a script keeps it in $MS on the
 recovery (member streams feed it through --cs_id). Each line runs alone (`frerlab hosts push`
 runs `sh -c LINE`), so a line that allocates a member stream also uses it.
 
+Per-stream filtering and policing (802.1Qci) takes a third tool, `psfp` (its source names the
+commands): `psfp fm FMI` configures a flow meter (a policer of the switch) and `psfp sf SFI` a
+stream filter; neither names a stream. The IS1 rule binds its frames to them with the actions
+SFID_ENA/SFID_VAL and POLICE_ENA/POLICE_IDX, so the switch filters per IS1 rule: per stream and
+input port, as frerlab's filters are. The psfp lines come before the rules, so no rule ever points
+at a filter or meter not yet configured.
+
 What the hardware or the tools cannot do is refused with a UsageError naming the entry, what
 would be valid and where the limit comes from (LIMITS). What the switch has no use for but a
 frerlab configuration holds (name, bridged ports, frerlab's indices and handles, a frame rate)
@@ -32,14 +39,28 @@ from frerlab.yamlfile import read_text
 
 #: Limits of the switch and where each comes from.
 HISTORY = (2, 32)       # history length the LAN966x recovery takes (Microchip's documented range)
-RESET_MS = (1, 65535)   # reset_time is a u16 of milliseconds in the BSP's frer.h (lan966x_frer_stream_cfg)
+RESET_MS = (1, 4095)    # LAN966X_FRER_RESET_MAX in the BSP kernel's lan966x_qos.h: its driver refuses more
 MAX_SPLIT = 2           # LAN966X_FRER_MAX_PORTS in the BSP's frer.h: ports of a split and of a member stream
 CHIP_PORTS = 9          # IF_IGR_PORT_MASK is 9 bits wide (the kernel's lan966x VCAP IS1 key fields)
+MAX_SDU = 65535         # max_sdu is a u16 in the psfp tool's lan966x_psfp_sf_conf
+FILTERS = 256           # LAN966X_PSFP_NUM_SFI in the BSP kernel's lan966x_qos.h (SFID_VAL: 8 bits of the IS1 action)
+POLICERS = (81, 343)    # LAN966X_POL_IX_POOL..LAN966X_POL_IX_DISCARD - 1: the BSP kernel's PSFP and IS2 policers
+CIR_KBPS = 2_184_500    # policer_conf_set (BSP kernel): at most 65535 units of 33 1/3 kbit/s; psfp fm --cir is kbit/s
+CBS = 60 * 4096         # policer_conf_set (BSP kernel): at most 60 units of 4096 octets
 LIMITS = {
     "history-length": f"{HISTORY[0]}..{HISTORY[1]} (the LAN966x recovery's range, as Microchip documents it)",
-    "reset-timeout": f"{RESET_MS[0]}..{RESET_MS[1]} ms (reset_time is a 16-bit number of ms in the BSP's frer.h)",
+    "reset-timeout": f"{RESET_MS[0]}..{RESET_MS[1]} ms (LAN966X_FRER_RESET_MAX in the BSP kernel's lan966x_qos.h: "
+                     "the driver refuses a larger reset_time)",
     "split": f"at most {MAX_SPLIT} output ports (LAN966X_FRER_MAX_PORTS in the BSP's frer.h)",
     "chip port": f"0..{CHIP_PORTS - 1} (IF_IGR_PORT_MASK is {CHIP_PORTS} bits in the LAN966x IS1 key)",
+    "max-sdu-size": f"0..{MAX_SDU} octets (max_sdu is a 16-bit number in the psfp tool's lan966x_psfp_sf_conf)",
+    "stream filters": f"at most {FILTERS} (LAN966X_PSFP_NUM_SFI in the BSP kernel's lan966x_qos.h)",
+    "flow meters": f"at most {POLICERS[1] - POLICERS[0] + 1} (policers {POLICERS[0]}..{POLICERS[1]}, the BSP kernel's "
+                   "pool of PSFP and IS2 policers, LAN966X_POL_IX_POOL in lan966x_qos.h)",
+    "committed-information-rate": f"a multiple of 1000 bit/s, 0..{CIR_KBPS * 1000} (`psfp fm --cir` is in kbit/s; "
+                                  "the BSP kernel's policer_conf_set takes at most 65535 units of 33 1/3 kbit/s)",
+    "committed-burst-size": f"1..{CBS} octets (the BSP kernel's policer_conf_set takes at most 60 units of 4096 "
+                            "octets)",
 }
 HEADER = """\
 # LAN966x FRER configuration of node {name}, written by `frerlab config export --target lan966x`
@@ -53,6 +74,17 @@ HEADER = """\
 # hexadecimal; IF_IGR_PORT_MASK has bit N for chip port N. A member stream with --enable 0 is
 # assumed to feed its compound stream (--cs_id) all the same. `# frerlab:` lines and the `# ...`
 # after each command are for `frerlab config import` only.
+"""
+PSFP_HEADER = """\
+# PSFP (802.1Qci): `psfp fm FMI` (flow meter) and `psfp sf SFI` (stream filter) follow the psfp
+# tool's source: --cir and --eir in kbit/s, --cbs and --ebs in octets, --max_sdu in octets (0: no
+# check). An IS1 rule binds its frames to them (SFID_ENA/SFID_VAL, POLICE_ENA/POLICE_IDX: action
+# names of the kernel's LAN966x VCAP model, not checked against the vcap tool). NOT confirmed: that
+# FMI is the policer index POLICE_IDX names (the kernel side of `psfp fm` was not found; frerlab
+# uses the BSP's PSFP policer pool from 81, which its tc offload allocates from too); which octets
+# the switch counts as the SDU of max_sdu and in the meter (frerlab: the SDU; the switch's
+# policers count frames, with or without the gap); the switch rounds the rate up to 33 1/3 kbit/s
+# and the burst up to 4096 octets. Check with `psfp sf SFI --status` and `vcap get ID`.
 """
 _FRERLAB = "# frerlab: "
 
@@ -137,6 +169,51 @@ def _recovery_options(rec, where: str) -> str:
             f"--reset_time {timeout // 1_000_000} --take_no_seq {int(rec.take_no_sequence)}")
 
 
+def _filter_entry(plan, handle: int, port: str) -> int | None:
+    """The entry of plan.filters that applies to stream `handle` received on `port` (None: none)."""
+    return plan.filter_of.get((plan.handles.index(handle), plan.ports.index(port)))
+
+
+def _psfp(plan) -> list[str]:
+    """The `psfp fm` lines of the flow meters (FMI POLICERS[0] + the meter's entry) and the `psfp sf`
+    lines of the stream filters (SFI = the filter's entry), in index order; UsageError for what the
+    switch cannot do."""
+    if len(plan.filters) > FILTERS:
+        raise UsageError(f"{len(plan.filters)} stream filters is out of range for lan966x: {LIMITS['stream filters']}")
+    if len(plan.meters) > POLICERS[1] - POLICERS[0] + 1:
+        raise UsageError(f"{len(plan.meters)} flow meters is out of range for lan966x: {LIMITS['flow meters']}")
+    lines = []
+    for n, (index, meter) in enumerate(plan.meters):
+        if meter.cir % 1000 or meter.cir > CIR_KBPS * 1000:
+            raise UsageError(f"flow-meter {index}: committed-information-rate {meter.cir} bit/s is out of range for "
+                             f"lan966x: {LIMITS['committed-information-rate']}")
+        if meter.cbs > CBS:
+            raise UsageError(f"flow-meter {index}: committed-burst-size {meter.cbs} octets is out of range for "
+                             f"lan966x: {LIMITS['committed-burst-size']}")
+        lines.append(f"psfp fm {POLICERS[0] + n} --enable 1 --cir {meter.cir // 1000} --cbs {meter.cbs} --eir 0 --ebs 0 "
+                     f"--cf 0 --drop_on_yellow {int(meter.drop_on_yellow)} --mark_red_enable 0 --mark_red 0 "
+                     f"# flow-meter {index}")
+    for n, flt in enumerate(plan.filters):
+        if flt.max_sdu > MAX_SDU:
+            raise UsageError(f"stream-filter {flt.index}: max-sdu-size {flt.max_sdu} is out of range for lan966x: "
+                             f"{LIMITS['max-sdu-size']}")
+        comment = ["stream-filter", str(flt.index), "stream", ",".join(map(str, flt.handles))]
+        comment += ["port", ",".join(flt.ports)] if flt.ports else []
+        comment += ["flow-meter", str(flt.meter_index)] if flt.meter_index is not None else []
+        lines.append(f"psfp sf {n} --enable 1 --max_sdu {flt.max_sdu} --block_oversize_enable 0 --block_oversize 0 "
+                     f"# {' '.join(comment)}")
+    return lines
+
+
+def _binding(plan, handle: int, port: str) -> list[str]:
+    """The IS1 actions binding stream `handle` received on `port` to its stream filter and flow meter."""
+    entry = _filter_entry(plan, handle, port)
+    if entry is None:
+        return []
+    meter = plan.filters[entry].meter
+    return [f"SFID_ENA 1 SFID_VAL {entry}", *([] if meter is None else [f"POLICE_ENA 1 POLICE_IDX {POLICERS[0] + meter}"])]
+
+
 def export_lan966x(cfg: NodeConfig, chip_ports: dict[str, int] | None = None, source: str = "config") -> str:
     """The LAN966x BSP script configuring `cfg`'s streams; UsageError for what the switch cannot do."""
     chip = {p: n for n, p in enumerate(cfg.ports)}
@@ -150,25 +227,24 @@ def export_lan966x(cfg: NodeConfig, chip_ports: dict[str, int] | None = None, so
     if len(set(chip.values())) != len(chip):
         raise UsageError(f"two ports have the same chip port ({chip}); give each its own with --chip-port")
     for kind, entries in (("sequence-identification", cfg.sequence_identification),
-                          ("stream-split", cfg.stream_split), ("port-settings", cfg.port_settings),
-                          ("stream-filter", cfg.stream_filter), ("flow-meter", cfg.flow_meter)):
+                          ("stream-split", cfg.stream_split), ("port-settings", cfg.port_settings)):
         if entries:
-            psfp = "frerlab writes no PSFP (802.1Qci) commands for the switch yet: configure its policing by hand"
             why = {"sequence-identification": "streams are R-tagged by generation and untagged by the pop of "
                                               "the node that recovers them (the default encoding)",
                    "stream-split": "a LAN966x split sends one copy per port (iflow --dev1/--dev2)",
-                   "port-settings": "set a port's PVID with `bridge vlan add ... pvid` on the switch",
-                   "stream-filter": psfp, "flow-meter": psfp}[kind]
+                   "port-settings": "set a port's PVID with `bridge vlan add ... pvid` on the switch"}[kind]
             raise UsageError(f"{kind} is not exported to lan966x: {why}; remove it")
     plan = cfg.plan
     forwarding = {f.stream: list(f.output_port) for f in cfg.stream_forwarding}
     source = "".join(c if c.isprintable() else "?" for c in source)  # one comment line, whatever the path
-    lines = [HEADER.format(name=cfg.name, source=source).rstrip("\n"),
+    header = HEADER.format(name=cfg.name, source=source) + (PSFP_HEADER if plan.filters or plan.meters else "")
+    lines = [header.rstrip("\n"),
              f"{_FRERLAB}node {cfg.name}", f"{_FRERLAB}ports " + " ".join(f"{p}={chip[p]}" for p in cfg.ports)]
     if cfg.netns:
         lines.append(f"{_FRERLAB}netns {cfg.netns}")
     if cfg.bridge_ports:
         lines.append(f"{_FRERLAB}bridge-ports " + " ".join(cfg.bridge_ports))
+    lines += _psfp(plan)
 
     isdx: list[tuple[int, str]] = []  # ISDX - 1 -> (handle, input port)
     rules = []
@@ -185,7 +261,8 @@ def export_lan966x(cfg: NodeConfig, chip_ports: dict[str, int] | None = None, so
             n = len(isdx)
             rules.append(f"vcap add {n} is1 {n} 0 {keyset} IF_IGR_PORT_MASK {_hex(1 << chip[p])} 0x1ff "
                          f"{' '.join(keys)}{' ' if keys else ''}VCAP_AFS_S1 ISDX_REPLACE_ENA 1 ISDX_ADD_VAL {n}"
-                         f"{''.join(' ' + a for a in actions)} # stream-identity {ident.index} handle {ident.handle}"
+                         f"{''.join(' ' + a for a in [*actions, *_binding(plan, ident.handle, p)])} "
+                         f"# stream-identity {ident.index} handle {ident.handle}"
                          f"{''.join(' ' + w for w in extra)}")
     lines += rules
 
@@ -283,6 +360,9 @@ class _Script:
         self.recovery: dict[int, dict[str, Any]] = {}
         self.cs: dict[int, dict[str, Any]] = {}
         self.forwarding: dict[int, list[str]] = {}
+        self.meters: dict[int, dict[str, Any]] = {}  # FMI -> flow-meter entry
+        self.filters: dict[int, dict[str, Any]] = {}  # SFI -> stream-filter entry
+        self.bound: dict[int, tuple[int | None, int | None]] = {}  # ISDX -> (SFID_VAL, POLICE_IDX) of its rule
 
     def fail(self, message: str) -> UsageError:
         return UsageError(f"{self.where}: {message}")
@@ -333,6 +413,8 @@ def _vcap(script: _Script, words: list[str], meta: dict[str, str]) -> None:
     if action.get("ISDX_REPLACE_ENA") != 1 or "ISDX_ADD_VAL" not in action:
         raise script.fail("the rule gives no ISDX (ISDX_REPLACE_ENA 1 ISDX_ADD_VAL N)")
     script.isdx[action["ISDX_ADD_VAL"]] = (handle, ports[0])
+    script.bound[action["ISDX_ADD_VAL"]] = (action.get("SFID_VAL") if action.get("SFID_ENA") == 1 else None,
+                                            action.get("POLICE_IDX") if action.get("POLICE_ENA") == 1 else None)
     vlan = {"tagged": "tagged" if "8021Q_VLAN_TAGGED_IS" in key else "all", "vlan": key.get("8021Q_VID0", (0, 0))[0]}
     mac = key.get("L2_DMAC", key.get("L2_SMAC", (0, 0)))[0].to_bytes(6, "big").hex(":")
     if words[6] == "VCAP_KFS_5TUPLE_IP4":
@@ -384,9 +466,46 @@ def _recovery_values(script: _Script, options: dict[str, str]) -> dict[str, Any]
             "take-no-sequence": script.number(options["take_no_seq"], "--take_no_seq") != 0}
 
 
+def _fixed(script: _Script, options: dict[str, str], values: dict[str, str]) -> None:
+    """UsageError unless each of `values` is given as frerlab writes it."""
+    for name, value in values.items():
+        if options.get(name) != value:
+            raise script.fail(f"--{name} {_word(options.get(name, '(none)'))} is not what frerlab writes "
+                              f"(--{name} {value})")
+
+
+def _psfp_command(script: _Script, words: list[str], meta: dict[str, str]) -> None:
+    """Reads a `psfp fm` or `psfp sf` line (and its comment) into `script`."""
+    number = script.number(words[2], f"{words[1]} id")
+    if words[1] == "fm":
+        options = _options(script, words[3:], ("enable", "cir", "cbs", "eir", "ebs", "cf", "drop_on_yellow",
+                                               "mark_red_enable", "mark_red"))
+        _fixed(script, options, {"enable": "1", "eir": "0", "ebs": "0", "cf": "0", "mark_red_enable": "0",
+                                 "mark_red": "0"})
+        if "flow-meter" not in meta or "cir" not in options or "cbs" not in options:
+            raise script.fail("a flow meter needs --cir, --cbs and its `# flow-meter N` comment")
+        script.meters[number] = {"index": int(meta["flow-meter"]),
+                                 "committed-information-rate": script.number(options["cir"], "--cir") * 1000,
+                                 "committed-burst-size": script.number(options["cbs"], "--cbs"),
+                                 "drop-on-yellow": options.get("drop_on_yellow", "0") != "0"}
+        return
+    options = _options(script, words[3:], ("enable", "max_sdu", "block_oversize_enable", "block_oversize"))
+    _fixed(script, options, {"enable": "1", "block_oversize_enable": "0", "block_oversize": "0"})
+    if "stream-filter" not in meta or "stream" not in meta:
+        raise script.fail("a stream filter needs its `# stream-filter N stream H[,H...]` comment")
+    entry: dict[str, Any] = {"index": int(meta["stream-filter"]), "stream": [int(h) for h in meta["stream"].split(",")],
+                             "port": meta["port"].split(",") if "port" in meta else [],
+                             "max-sdu-size": script.number(options.get("max_sdu", "0"), "--max_sdu")}
+    if "flow-meter" in meta:
+        entry["flow-meter"] = int(meta["flow-meter"])
+    script.filters[number] = entry
+
+
 def _command(script: _Script, words: list[str], meta: dict[str, str], ms: dict[str, Any]) -> None:
     if words[:2] == ["vcap", "add"]:
         _vcap(script, words, meta)
+    elif words[0] == "psfp" and words[1:2] in (["fm"], ["sf"]) and len(words) > 2:
+        _psfp_command(script, words, meta)
     elif words[:2] == ["frer", "cs"] and len(words) > 2:
         values = _recovery_values(script, _options(script, words[3:], _RECOVERY_OPTIONS))
         script.cs[script.number(words[2], "cs id")] = {"meta": meta, **values}
@@ -416,7 +535,7 @@ def _command(script: _Script, words: list[str], meta: dict[str, str], ms: dict[s
         script.forwarding.setdefault(handle, devs)
     else:
         raise script.fail(f"`{' '.join(map(_word, words[:2]))}` is not a command frerlab writes "
-                          "(vcap add, frer cs|msa|ms|iflow)")
+                          "(vcap add, frer cs|msa|ms|iflow, psfp fm|sf)")
 
 
 def parse_lan966x(text: str, source: str = "script") -> tuple[dict[str, Any], NodeConfig]:
@@ -492,7 +611,29 @@ def _config(script: _Script) -> tuple[dict[str, Any], NodeConfig]:
     if script.recovery:
         out["sequence-recovery"] = [script.recovery[i] for i in sorted(script.recovery)]
     out["stream-forwarding"] = [{"stream": h, "output-port": p} for h, p in script.forwarding.items()]
-    return out, parse_config(out, source)
+    if script.meters:
+        out["flow-meter"] = list(script.meters.values())
+    if script.filters:
+        out["stream-filter"] = list(script.filters.values())
+    cfg = parse_config(out, source)
+    _check_bindings(script, cfg)
+    return out, cfg
+
+
+def _check_bindings(script: _Script, cfg: NodeConfig) -> None:
+    """UsageError unless each IS1 rule binds its frames to the stream filter and flow meter that
+    the `psfp` lines say apply to its stream and port."""
+    plan = cfg.plan
+    for n, (handle, port) in script.isdx.items():
+        sfi, fmi = script.bound[n]
+        said = (script.filters.get(sfi, {}).get("index"), script.meters.get(fmi, {}).get("index"))
+        entry = _filter_entry(plan, handle, port)
+        want = (None, None) if entry is None else (plan.filters[entry].index, plan.filters[entry].meter_index)
+        if said != want or (sfi is None) != (said[0] is None) or (fmi is None) != (said[1] is None):
+            shown = ["none" if v is None else str(v) for v in (sfi, fmi, *want)]
+            raise UsageError(f"{script.source}: the rule of ISDX {n} (stream {handle} on {port}) binds SFID_VAL "
+                             f"{shown[0]} and POLICE_IDX {shown[1]}, but the `psfp` lines make stream-filter "
+                             f"{shown[2]} with flow-meter {shown[3]} apply there")
 
 
 def parse_lan966x_file(path: str | Path) -> tuple[dict[str, Any], NodeConfig]:

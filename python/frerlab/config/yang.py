@@ -7,6 +7,9 @@ sequence-identification, stream-split), both of revision 2021-12-08, with the no
 the ietf-interfaces interface list that their `if:interface-ref` leaves point into, and what
 802.1CB leaves to the bridge or frerlab adds (name, forwarding, bridged ports, PVIDs, frame
 rates) under frerlab's own module frerlab-dataplane (frerlab-dataplane.yang next to this file).
+802.1Qci's stream filters and flow meters go where ieee802-dot1q-psfp-bridge puts them, on a
+bridge component of ieee802-dot1q-bridge (one bridge, one component, one always-open stream
+gate), with the ports of a filter, which 802.1Qci's filters do not have, in frerlab-dataplane.
 `import_yang` reads such data back into the YAML vocabulary and validates it as the data plane
 does, also a plain IEEE document without frerlab's module (forwarding, which 802.1CB leaves to
 the bridge, is then given by the caller); a node frerlab cannot express or the data plane does
@@ -26,8 +29,8 @@ from typing import Annotated, Any, get_args, get_origin
 
 import annotated_types
 
-from frerlab.dataplane.config import (LOCAL, DmacVlanSide, IpId, LatentErrorDetection, NodeConfig, NullId,
-                                      SequenceGeneration, SequenceIdentification, SequenceRecovery, SmacVlanId,
+from frerlab.dataplane.config import (LOCAL, DmacVlanSide, FlowMeter, IpId, LatentErrorDetection, NodeConfig,
+                                      NullId, SequenceGeneration, SequenceIdentification, SequenceRecovery, SmacVlanId,
                                       parse_config)
 from frerlab.errors import UsageError
 from frerlab.yamlfile import hide_texts, read_text
@@ -61,6 +64,25 @@ _NAME = re.compile(r"(?:[A-Za-z0-9_.-]{1,64}:)?[A-Za-z0-9_.-]{1,64}")
 DSCP_IGNORE = 64
 #: The member of the 802.1CBdb module that augments stream-identity's `parameters` choice.
 MASK_AND_MATCH = "mask-and-match-stream-identification"
+#: 802.1Qci's stream filters and flow meters: ieee802-dot1q-psfp's grouping psfp-parameters,
+#: which ieee802-dot1q-psfp-bridge (both 802.1Qcw-2023, revision 2023-10-26) adds to
+#: ieee802-dot1q-bridge's bridge component, so its nodes are in the psfp-bridge module's
+#: namespace (RFC 7950 7.13).
+BRIDGE_MODULE, PSFP_MODULE = "ieee802-dot1q-bridge", "ieee802-dot1q-psfp-bridge"
+BRIDGES = f"{BRIDGE_MODULE}:bridges"
+FILTERS, GATES, METERS = (f"{PSFP_MODULE}:{name}" for name in ("stream-filters", "stream-gates", "flow-meters"))
+#: What the bridge list needs (its key and mandatory leaves), which frerlab's node does not
+#: have: a name of local significance for the bridge and its one component, a placeholder
+#: address (no spanning tree runs here), and the types of a VLAN-aware bridge (identification
+#: and PVIDs use VIDs), which has one C-VLAN component (12.3).
+BRIDGE_NAME, BRIDGE_ADDRESS = "frerlab", "00-00-00-00-00-00"
+BRIDGE_TYPE, COMPONENT_TYPE = f"{BRIDGE_MODULE}:customer-vlan-bridge", f"{BRIDGE_MODULE}:c-vlan-component"
+#: The stream gate every exported filter refers to: always open (frerlab has no gates).
+OPEN_GATE = 0
+#: The mandatory leaves of a flow meter that make it frerlab's: single rate, colour-blind
+#: (MEF 10.3 with no excess bucket, so no frame is yellow).
+SINGLE_RATE = {"excess-information-rate": "0", "excess-burst-size": 0, "coupling-flag": "zero",
+               "color-mode": "color-blind"}
 
 
 # ---- export ----
@@ -171,9 +193,6 @@ def export_yang(cfg: NodeConfig, notes: list[str] | None = None) -> dict[str, An
     if splits:
         frer["stream-split"] = list(splits.values())
 
-    if (cfg.stream_filter or cfg.flow_meter) and notes is not None:
-        notes.append("stream-filter, flow-meter: not exported (frerlab's YANG export has no 802.1Qci lists yet): "
-                     "a device loading this document runs the streams without their policing")
     node: dict[str, Any] = {"name": cfg.name}
     if cfg.netns:
         node["netns"] = cfg.netns
@@ -188,13 +207,61 @@ def export_yang(cfg: NodeConfig, notes: list[str] | None = None) -> dict[str, An
         node["every-frame-recovery"] = every_frame
     if rates:
         node["frame-rate"] = rates
+    if any(f.port for f in cfg.stream_filter):
+        node["stream-filter"] = [{"index": f.index, "port": list(f.port)} for f in cfg.stream_filter if f.port]
     data = {INTERFACES: {"interface": [{"name": p, "type": IF_TYPE} for p in cfg.ports]}}
     if identities:
         data[SID] = identities
     if frer:
         data[FRER] = frer
+    if cfg.stream_filter or cfg.flow_meter:
+        data[BRIDGES] = _bridges(cfg, notes)
     data[NODE] = node
     return data
+
+
+def _bridges(cfg: NodeConfig, notes: list[str] | None) -> dict[str, Any]:
+    """ieee802-dot1q-bridge's `bridges`: one bridge of one component holding the node's stream
+    filters and flow meters (ieee802-dot1q-psfp-bridge), and the always-open stream gate that
+    every filter must refer to (`stream-gate-ref` is mandatory). A filter of several streams is
+    refused (802.1Qci's has one stream handle); one on some ports only is noted, since only
+    frerlab's module holds its ports."""
+    received: dict[int, set[str]] = {}
+    for ident in cfg.stream_identity:
+        received.setdefault(ident.handle, set()).update(ident.received())
+    filters = []
+    for flt in cfg.stream_filter:
+        where = f"stream-filter {flt.index}"
+        if len(flt.stream) > 1:
+            raise UsageError(f"{where}: streams {', '.join(map(str, flt.stream))} in one filter; an entry of "
+                             "802.1Qci's stream-filter-instance-table has one stream-handle: give one stream-filter "
+                             "per stream (they may share a flow-meter, which then meters them together, as here)")
+        handle = flt.stream[0]
+        entry: dict[str, Any] = {"stream-filter-instance-id": flt.index, "stream-handle": handle,
+                                 "priority-spec": "wildcard", "max-sdu-size": flt.max_sdu_size,
+                                 "stream-gate-ref": OPEN_GATE, "flow-meter-enable": flt.flow_meter is not None}
+        if flt.flow_meter is not None:
+            entry["flow-meter-ref"] = flt.flow_meter
+        filters.append(entry)
+        everywhere = [p for p in cfg.ports if p in received.get(handle, set())]
+        if flt.port and set(everywhere) - set(flt.port) and notes is not None:
+            notes.append(f"{where}: filters stream {handle} received on {', '.join(flt.port)} only; 802.1Qci's "
+                         "stream filters have no port (one takes every frame of its stream handle): written with "
+                         f"{NODE}/stream-filter naming its ports; a device that does not read frerlab's module "
+                         f"filters every frame of stream {handle} (from {', '.join(everywhere)}) with the stream's "
+                         "filter of the lowest stream-filter-instance-id")
+    component: dict[str, Any] = {"name": BRIDGE_NAME, "type": COMPONENT_TYPE}
+    if filters:
+        component[FILTERS] = {"stream-filter-instance-table": filters}
+        component[GATES] = {"stream-gate-instance-table": [
+            {"stream-gate-instance-id": OPEN_GATE, "gate-enable": False, "admin-gate-states": "open"}]}
+    if cfg.flow_meter:
+        component[METERS] = {"flow-meter-instance-table": [
+            {"flow-meter-instance-id": m.index, "committed-information-rate": str(m.committed_information_rate),
+             "committed-burst-size": m.committed_burst_size, **SINGLE_RATE, "drop-on-yellow": m.drop_on_yellow}
+            for m in cfg.flow_meter]}
+    return {"bridge": [{"name": BRIDGE_NAME, "address": BRIDGE_ADDRESS, "bridge-type": BRIDGE_TYPE,
+                        "component": [component]}]}
 
 
 def _every_frame_ports(cfg: NodeConfig, streams: list[int],
@@ -291,12 +358,14 @@ def _list(value: object, path: str) -> list:
 
 
 def _key(entry: dict, key: str, path: str) -> Any:
-    """The value of list key `key` of `entry`: a uint32 for `index`, a text for `port` and `name`."""
+    """The value of list key `key` of `entry`: a uint32 for `index` and the psfp lists'
+    `...-instance-id`, a text for `port` and `name`."""
     if key not in entry:
         raise UsageError(f"{path}: the list key {key!r} is missing")
     value = entry[key]
-    if key == "index" and (not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 2**32):
-        raise UsageError(f"{path}: index must be a uint32 (a JSON number 0..4294967295)")
+    if (key == "index" or key.endswith("-instance-id")) and (
+            not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 2**32):
+        raise UsageError(f"{path}: {key} must be a uint32 (a JSON number 0..4294967295)")
     if key in ("port", "name") and not isinstance(value, str):
         raise UsageError(f"{path}: {key} must be a JSON string (an interface name)")
     return value
@@ -330,6 +399,10 @@ _FRERLAB_LIMITS = {
     "period": (LatentErrorDetection, "period", (0, 2**32 - 1), "a period of 0 ms would test without pause"),
     "reset-period": (LatentErrorDetection, "reset_period", (0, 2**32 - 1),
                      "a reset period of 0 ms would re-base without pause"),
+    "committed-information-rate": (FlowMeter, "committed_information_rate", (0, 2**64 - 1),
+                                   "the highest rate frerlab's meters count (bit/s)"),
+    "committed-burst-size": (FlowMeter, "committed_burst_size", (0, 2**32 - 1),
+                             "a bucket of 0 octets would pass no frame, and frerlab's holds at most 10^9"),
 }
 
 
@@ -395,10 +468,11 @@ def import_yang(data: object, source: str, forwarding: dict[int, list[str]] | No
     except RecursionError:
         raise UsageError(f"{source}: nested too deeply") from None
     notes: list[str] = []
-    top = _mapping(data, source, (INTERFACES, SID, FRER, NODE))
+    top = _mapping(data, source, (INTERFACES, SID, FRER, NODE, BRIDGES))
     out: dict[str, Any] = {}
     node = _mapping(top.get(NODE, {}), f"/{NODE}", ("name", "netns", "bridge-ports", "port-settings",
-                                                     "stream-forwarding", "every-frame-recovery", "frame-rate"))
+                                                     "stream-forwarding", "every-frame-recovery", "frame-rate",
+                                                     "stream-filter"))
     for leaf in ("name", "netns"):
         if leaf in node:
             out[leaf] = node[leaf]
@@ -443,7 +517,154 @@ def import_yang(data: object, source: str, forwarding: dict[int, list[str]] | No
         out["stream-split"] = [_split(e, f"/{FRER}/stream-split")
                                for e in _list(frer["stream-split"], f"/{FRER}/stream-split")]
     out["stream-forwarding"] = _forwarding(node, out.get("stream-identity", []), forwarding or {}, source)
+    if BRIDGES in top:
+        out.update(_psfp(top[BRIDGES], node, notes))
+    elif "stream-filter" in node:
+        raise UsageError(f"/{NODE}/stream-filter: names the ports of stream filters, and the data has none "
+                         f"(/{BRIDGES}): remove it, or give the filters")
     return out, parse_config(out, source), notes
+
+
+_GATE_WHY = ("stream gates (802.1Qci 8.6.5.4) " + _NOT_IMPLEMENTED + ", whose filters pass what the size check "
+             "and the flow meter pass; valid: gates that stay open (gate-enable false, admin-gate-states open, "
+             "admin-ipv null) and nothing else")
+#: Members of a stream gate entry that schedule or close it (ieee802-dot1q-stream-filters-gates
+#: and ieee802-dot1q-psfp's augment of it).
+_GATE_MEMBERS = ("admin-control-list", "admin-cycle-time", "admin-cycle-time-extension", "admin-base-time",
+                 "config-change", "gate-closed-due-to-invalid-rx-enable", "gate-closed-due-to-invalid-rx",
+                 "gate-closed-due-octets-exceeded-enable", "gate-closed-due-octets-exceeded", "oper-ipv")
+#: Read-only counters of a stream filter (ieee802-dot1q-psfp's augment).
+_FILTER_COUNTERS = ("matching-frames-count", "passing-frames-count", "not-passing-frames-count", "red-frames-count",
+                    "passing-sdu-count", "not-passing-sdu-count")
+#: Leaves of a stream filter or flow meter frerlab does not implement: leaf -> (the only value
+#: it takes, why).
+_PSFP_ONLY = {
+    "priority-spec": ("wildcard", "per-priority stream filters are " + _NOT_IMPLEMENTED.removeprefix("is ")
+                      + ", whose filters take every priority of their stream"),
+    "stream-blocked-due-to-oversize-frame-enabled": (False, "blocking a stream after an oversize frame "
+                                                     + _NOT_IMPLEMENTED + ", which drops that frame and goes on"),
+    "stream-blocked-due-to-oversize-frame": (False, "blocking a stream after an oversize frame " + _NOT_IMPLEMENTED
+                                             + ", which drops that frame and goes on"),
+    "excess-burst-size": (0, "an excess bucket (yellow frames) " + _NOT_IMPLEMENTED + ", whose flow meters are "
+                          "single-rate: a frame is green or red"),
+    "color-mode": ("color-blind", "colour-aware metering " + _NOT_IMPLEMENTED + ", whose flow meters ignore a "
+                   "frame's colour"),
+    "mark-all-frames-red-enable": (False, "MarkAllFramesRed (8.6.5.5) " + _NOT_IMPLEMENTED),
+}
+
+
+def _only(entry: dict, leaves: tuple[str, ...], path: str) -> None:
+    """UsageError for a leaf of `leaves` in `entry` whose value frerlab does not implement (_PSFP_ONLY)."""
+    for leaf in leaves:
+        valid, why = _PSFP_ONLY[leaf]
+        if leaf in entry and json.dumps(entry[leaf]) != json.dumps(valid):
+            raise UsageError(f"{path}/{leaf}: {_shown_value(entry[leaf])}: {why}; valid: {json.dumps(valid)}")
+
+
+def _uint64(entry: dict, leaf: str, path: str) -> int:
+    """A uint64 leaf, which RFC 7951 (6.1) writes as a JSON string of digits."""
+    value = entry[leaf]
+    if not isinstance(value, str) or not value.isascii() or not value.isdigit() or int(value) >= 2**64:
+        raise UsageError(f"{path}/{leaf}: expected a uint64, which RFC 7951 (6.1) writes as a JSON string of "
+                         "digits, such as \"4000000\"")
+    return int(value)
+
+
+def _component(value: object) -> tuple[dict, str]:
+    """The one bridge component of `bridges` and its path; UsageError unless there is exactly one."""
+    path = f"/{BRIDGES}/bridge"
+    bridges = _list(_mapping(value, f"/{BRIDGES}", ("bridge",)).get("bridge"), path)
+    if len(bridges) != 1:
+        raise UsageError(f"{path}: {len(bridges)} bridges; frerlab's node is one bridge with one component "
+                         "(its stream filters and flow meters): give one")
+    bridge, path = _entry(bridges[0], path, "name")
+    bridge = _mapping(bridge, path, ("name", "address", "bridge-type", "component"))
+    components = _list(bridge.get("component"), f"{path}/component")
+    if len(components) != 1:
+        raise UsageError(f"{path}/component: {len(components)} components; frerlab's node is one bridge with one "
+                         "component (its stream filters and flow meters): give one")
+    component, path = _entry(components[0], f"{path}/component", "name")
+    return _mapping(component, path, ("name", "id", "type", "address", FILTERS, GATES, METERS)), path
+
+
+def _psfp(value: object, node: dict, notes: list[str]) -> dict[str, list]:
+    """frerlab's `stream-filter` and `flow-meter` lists of `bridges` (one component, its
+    filters, always-open gates and single-rate, colour-blind meters) and frerlab-dataplane's
+    ports of the filters; UsageError naming the first node frerlab cannot take."""
+    component, path = _component(value)
+    gates = _mapping(component.get(GATES, {}), f"{path}/{GATES}", (
+        "stream-gate-instance-table", "supported-list-max", "supported-cycle-max", "supported-interval-max"))
+    where = f"{path}/{GATES}/stream-gate-instance-table"
+    for gate in _list(gates.get("stream-gate-instance-table", []), where):
+        gate, at = _entry(gate, where, "stream-gate-instance-id")
+        gate = _mapping(gate, at, ("stream-gate-instance-id", "gate-enable", "admin-gate-states", "admin-ipv"),
+                        dict.fromkeys(_GATE_MEMBERS, _GATE_WHY))
+        for leaf, valid in (("gate-enable", False), ("admin-gate-states", "open"), ("admin-ipv", "null")):
+            if json.dumps(gate.get(leaf, valid)) != json.dumps(valid):
+                raise UsageError(f"{at}/{leaf}: {_shown_value(gate[leaf])}: {_GATE_WHY}")
+
+    ports: dict[int, list] = {}
+    for entry in _list(node.get("stream-filter", []), f"/{NODE}/stream-filter"):
+        entry, at = _entry(entry, f"/{NODE}/stream-filter", "index")
+        ports[entry["index"]] = _mapping(entry, at, ("index", "port")).get("port")
+    filters = []
+    where = f"{path}/{FILTERS}/stream-filter-instance-table"
+    table = _mapping(component.get(FILTERS, {}), f"{path}/{FILTERS}", ("stream-filter-instance-table",),
+                     {"max-stream-filter-instances": _CONFIG_FALSE}).get("stream-filter-instance-table", [])
+    for entry in _list(table, where):
+        entry, at = _entry(entry, where, "stream-filter-instance-id")
+        entry = _mapping(entry, at, (
+            "stream-filter-instance-id", "stream-handle", "priority-spec", "max-sdu-size",
+            "stream-blocked-due-to-oversize-frame-enabled", "stream-blocked-due-to-oversize-frame",
+            "stream-gate-ref", "flow-meter-enable", "flow-meter-ref"), {
+            "wildcard": "a filter of every stream " + _NOT_IMPLEMENTED + ", whose filters name their stream; "
+            "give stream-handle", **dict.fromkeys(_FILTER_COUNTERS, _CONFIG_FALSE)})
+        if "stream-handle" not in entry:
+            raise UsageError(f"{at}: give stream-handle (the choice stream-handle-spec has none of its cases)")
+        _only(entry, ("priority-spec", "stream-blocked-due-to-oversize-frame-enabled",
+                      "stream-blocked-due-to-oversize-frame"), at)
+        entry = _absent(entry, {"priority-spec": "wildcard", "max-sdu-size": 0,
+                                "flow-meter-enable": "flow-meter-ref" in entry}, at, notes)
+        enable = entry["flow-meter-enable"]
+        if not isinstance(enable, bool) or (enable and "flow-meter-ref" not in entry):
+            raise UsageError(f"{at}/flow-meter-enable: give true with flow-meter-ref (the meter's "
+                             "flow-meter-instance-id), or false for no meter")
+        index = entry["stream-filter-instance-id"]
+        flt = {"index": index, "stream": [entry["stream-handle"]], "max-sdu-size": entry["max-sdu-size"]}
+        if index in ports:
+            flt["port"] = ports.pop(index)
+        if enable:
+            flt["flow-meter"] = entry["flow-meter-ref"]
+        filters.append(flt)
+    if ports:
+        raise UsageError(f"/{NODE}/stream-filter[index={min(ports)}]: names the ports of a stream filter the data "
+                         f"does not have ({where}): give the filter, or remove the entry")
+
+    meters = []
+    where = f"{path}/{METERS}/flow-meter-instance-table"
+    table = _mapping(component.get(METERS, {}), f"{path}/{METERS}", (
+        "flow-meter-instance-table", "max-flow-meter-instances")).get("flow-meter-instance-table", [])
+    for entry in _list(table, where):
+        entry, at = _entry(entry, where, "flow-meter-instance-id")
+        entry = _mapping(entry, at, ("flow-meter-instance-id", "committed-information-rate", "committed-burst-size",
+                                     *SINGLE_RATE, "drop-on-yellow", "mark-all-frames-red-enable",
+                                     "mark-all-frames-red"))
+        for leaf in ("committed-information-rate", "committed-burst-size"):
+            if leaf not in entry:
+                raise UsageError(f"{at}/{leaf} is missing: the meter's rate and bucket have no default (8.6.5.5)")
+        rate = _uint64(entry, "committed-information-rate", at)
+        if "excess-information-rate" in entry and _uint64(entry, "excess-information-rate", at):
+            raise UsageError(f"{at}/excess-information-rate: {entry['excess-information-rate']} bit/s: two-rate flow "
+                             f"meters are {_NOT_IMPLEMENTED.removeprefix('is ')}, whose meters are single-rate (MEF "
+                             "10.3 with no excess rate: a frame is green or red); valid: \"0\"")
+        _only(entry, ("excess-burst-size", "color-mode", "mark-all-frames-red-enable"), at)
+        if entry.get("coupling-flag", "zero") not in ("zero", "one"):
+            raise UsageError(f"{at}/coupling-flag: valid: zero or one (with no excess bucket either changes nothing)")
+        _within_frerlab({"committed-information-rate": rate, "committed-burst-size": entry["committed-burst-size"]}, at)
+        entry = _absent(entry, {**SINGLE_RATE, "drop-on-yellow": False}, at, notes)
+        meters.append({"index": entry["flow-meter-instance-id"], "committed-information-rate": rate,
+                       "committed-burst-size": entry["committed-burst-size"], "drop-on-yellow": entry["drop-on-yellow"]})
+    return {"stream-filter": filters, "flow-meter": meters}
 
 
 def _forwarding(node: dict, identities: list[dict], given: dict[int, list[str]], source: str) -> list[dict]:
