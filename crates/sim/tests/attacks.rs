@@ -86,17 +86,25 @@ fn vector_inject_outside_the_window_is_rogue_and_harmless() {
     }
 }
 
-#[test]
-fn vector_inject_far_ahead_right_after_a_reset_makes_genuine_frames_rogue_until_the_next() {
-    // The whole stream is cut from 20 ms to 30 ms; the 5 ms reset timeout has expired when one
-    // forged frame, 1000 ahead, arrives at 29 ms: TakeAny accepts it and every genuine frame
-    // is rogue until the timer, reloaded by that pass, runs out at 34 ms.
+/// The whole stream cut from 20 ms to 30 ms, longer than its 5 ms reset timeout, and one forged
+/// frame 1000 ahead at 29 ms on path B, the first after the reset: the scenario, and the
+/// genuine frames the cut alone loses.
+fn after_reset() -> (Value, u64) {
     let mut spec = dual_path(SEC / 10, GBIT / 10, 1518);
     spec["ports"][0]["failures"] = json!([[20 * MS, 30 * MS]]);
     spec["streams"][0]["recovery"][0]["reset_timeout"] = json!(5 * MS);
     let outage = run(&spec).streams[0].lost;
     spec["ports"][1]["attacks"] = json!([{"stream": 0, "start": 29 * MS, "end": 30 * MS,
         "every": MS, "action": {"kind": "inject", "offset": 1000}}]);
+    (spec, outage)
+}
+
+#[test]
+fn vector_inject_far_ahead_right_after_a_reset_makes_genuine_frames_rogue_until_the_next() {
+    // The whole stream is cut from 20 ms to 30 ms; the 5 ms reset timeout has expired when one
+    // forged frame, 1000 ahead, arrives at 29 ms: TakeAny accepts it and every genuine frame
+    // is rogue until the timer, reloaded by that pass, runs out at 34 ms.
+    let (spec, outage) = after_reset();
     let report = run(&spec);
     let s = &report.streams[0];
     let c = &report.frer[0].counters;
@@ -255,12 +263,7 @@ fn policing_bounds_what_a_babbler_puts_before_recovery_to_the_meter() {
 fn the_guard_ends_the_lock_out_after_inject_after_reset_within_about_two_periods() {
     // The cut and the forged frame of the test above; a guard every millisecond (threshold 4
     // rogue frames) sees the locked-out function pass nothing and resets it.
-    let mut spec = dual_path(SEC / 10, GBIT / 10, 1518);
-    spec["ports"][0]["failures"] = json!([[20 * MS, 30 * MS]]);
-    spec["streams"][0]["recovery"][0]["reset_timeout"] = json!(5 * MS);
-    let outage = run(&spec).streams[0].lost;
-    spec["ports"][1]["attacks"] = json!([{"stream": 0, "start": 29 * MS, "end": 30 * MS,
-        "every": MS, "action": {"kind": "inject", "offset": 1000}}]);
+    let (mut spec, outage) = after_reset();
     let frames_per_ms = (GBIT / 10) as f64 / (1538.0 * 8.0) / 1000.0;
     let unguarded = run(&spec).streams[0].lost - outage;
     let mut watching = spec.clone();
