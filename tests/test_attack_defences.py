@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
 import pytest
 from test_attack import RESET_TIMEOUT_MS, SETS, STREAM, needs_bpf
 
-from frerlab.attack import run, spec
+from frerlab.attack import run, spec, suite
 from frerlab.cli import main
+from frerlab.errors import UsageError
 from frerlab.testbed import bed
 
 CLI = [sys.executable, "-m", "frerlab.cli"]
@@ -142,3 +144,10 @@ def test_policing_each_path_bounds_what_a_babbler_gets_past_match_recovery(tmp_p
     assert r["listener"]["lost"] == 0 and duplicates <= 1.1 * passed and duplicates < sent / 4, \
         (passed, run.summary(r))
     assert sw2["red_frames"] >= sent - 1.1 * passed, sw2
+
+
+def test_the_suite_refuses_an_attack_that_does_not_fit_before_any_testbed_is_up(tmp_path):
+    with pytest.raises(UsageError, match=re.escape("inject-ahead: ahead 8 is outside the history window of testbed")):
+        suite.run_suite(tmp_path / "s", ["inject-ahead"], ["vector"], STREAM, {"history_length": 8})
+    assert not [n for n in bed.running() if n.startswith(f"as{os.getpid() % 100000}")], bed.running()
+    assert not (tmp_path / "s").exists()

@@ -25,7 +25,7 @@ import os
 import math
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from frerlab.attack import run, spec
@@ -85,17 +85,19 @@ def run_suite(out: Path, attacks: list[str], algorithms: list[str], stream: run.
     setups = [(rate, chosen) for rate, chosen in
               ((None, [d for d in defences if "police" not in d]), (police, [d for d in defences if "police" in d]))
               if chosen]
-    for algorithm in algorithms:
-        for rate, _ in setups:
-            bed.Settings(name="check", algorithm=algorithm, police_rate=rate, **testbed).check()
+    names = {(algorithm, rate): f"as{os.getpid() % 100000}{algorithm[0]}{'p' if rate else ''}"
+             for algorithm in algorithms for rate, _ in setups}
+    for (algorithm, rate), name in names.items():
+        bed.Settings(name=name, algorithm=algorithm, police_rate=rate, **testbed).check()
     stream.check()
+    settings = bed.Settings(**testbed)
+    for a in (spec.attack(name) for name in attacks):  # every one before the first testbed is up
+        run.check_fits(a, "a", asdict(settings), fitted(a, stream), next(iter(names.values())))
     rows = []
     for algorithm in algorithms:
         for rate, chosen in setups:
-            with bed.Testbed(name=f"as{os.getpid() % 100000}{algorithm[0]}{'p' if rate else ''}", algorithm=algorithm,
-                             police_rate=rate, **testbed) as tb:
+            with bed.Testbed(name=names[algorithm, rate], algorithm=algorithm, police_rate=rate, **testbed) as tb:
                 rows += _on(tb, attacks, algorithm, chosen, stream, repetitions, guard, bounds, out, say)
-    settings = bed.Settings(**testbed)
     table = {"stream": stream.__dict__, "testbed": {f: getattr(settings, f) for f in TESTBED_FIELDS},
              "guard": guard.__dict__ if guard else None, "police": police, "defences": defences,
              "runs": rows, "groups": groups(rows)}
@@ -114,12 +116,8 @@ def fitted(a: spec.Attack, stream: run.Stream) -> run.Stream:
 def _on(tb: bed.Testbed, attacks: list[str], algorithm: str, defences: list[str], stream: run.Stream,
         repetitions: int, guard: Guard | None, bounds, out: Path, say) -> list[dict]:
     """Every attack on testbed `tb` under each of `defences`, `repetitions` times: a row per run."""
-    chosen = {name: spec.attack(name) for name in attacks}
-    settings = bed.read_state(tb.name)["settings"]
-    for a in chosen.values():  # every one before the first runs
-        run.check_fits(a, "a", settings, fitted(a, stream), tb.name)
     rows = []
-    for name, a in chosen.items():
+    for name, a in ((name, spec.attack(name)) for name in attacks):
         for defence in defences:
             for k in range(1, repetitions + 1):
                 where = out / algorithm / name / defence / f"r{k}"
