@@ -88,6 +88,19 @@ def test_a_run_shows_its_values_verdict_harm_counters_and_timeline(attacked, tmp
 
 
 @needs_bpf
+def test_a_run_on_a_testbed_with_individual_recovery_shows_that_function_s_counters(attacked, tmp_path):
+    copy = tmp_path / "individual"
+    shutil.copytree(attacked["run"], copy)
+    result = json.loads((copy / "result.json").read_text())
+    result["individual"] = {k: 0 for k in result["recovery"]} | {"tagless_packets": 40}
+    result["detected_by"].append("tagless at p1's individual recovery")
+    (copy / "result.json").write_text(json.dumps(result))
+    (section,) = attacks.build(load_all([copy]))
+    rows = {r["counter"]: r for r in rows_of(section.tables[1]) if r["where"] == "individual recovery, path a"}
+    assert (rows["tagless"]["change"], rows["tagless"]["shows it"], rows["rogue"]["shows it"]) == (40, "yes", "")
+
+
+@needs_bpf
 def test_a_suite_shows_its_settings_groups_runs_and_the_harm_per_attack(attacked, tmp_path):
     table = json.loads((attacked["suite"] / "suite.json").read_text())
     drawn = {f.id: f for f in write_report([attacked["suite"]], tmp_path / "s.html")}

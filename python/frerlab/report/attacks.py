@@ -311,6 +311,10 @@ def counters_table(s: Source) -> Table:
               "out_of_order_packets": "out-of-order", "resets": "resets"}
     rows = [["recovery function", k.removesuffix("_packets").replace("_", " "), v,
              "yes" if signal.get(k) in shown else ""] for k, v in r["recovery"].items()]
+    # a testbed with --individual-recovery: the attacked path's individual function, in front
+    rows += [[f"individual recovery, path {r['path']}", k.removesuffix("_packets").replace("_", " "), v,
+              "yes" if any(x.startswith(f"{signal.get(k)} at ") and x.endswith("individual recovery") for x in shown)
+              else ""] for k, v in (r.get("individual") or {}).items()]
     to_kernel = next((x for x in shown if x.startswith("left to the kernel")), None)
     rows += [["port", k.replace("_", " "), v, "yes" if k == "to_stack" and to_kernel else ""]
              for k, v in r["port"].items()]
@@ -318,7 +322,8 @@ def counters_table(s: Source) -> Table:
               "yes" if k == "over_threshold" and v is True else ""] for k, v in r["latent"].items()]
     return Table(f"attack-counters-{_slug(s.label)}", f"What {r['node']} counted: {s.label}",
                  f"{r['node']}'s counters over the run: the stream's sequence recovery function (IEEE 802.1CB 10.8; "
-                 "resets include the run's own management reset at its start), its port on the attacked path (frames "
+                 "resets include the run's own management reset at its start), the attacked path's individual "
+                 "recovery function where the testbed has one (7.5), its port on the attacked path (frames "
                  "of no stream are left to the kernel), and latent error detection (7.4.4: the drift of passed × "
                  "(paths − 1) − discarded against its threshold, and the alarms its monitor raised). 'shows it' marks "
                  f"the signals the run counts as showing the attack: {', '.join(r['detected_by']) or 'none'}.",

@@ -284,6 +284,7 @@ class AttackRun(_Shape):
     reset_timeout_s: Number
     listener: AttackListener
     recovery: dict[str, Count]
+    individual: dict[str, Count] | None = None
     port: dict[str, Count] = {}
     latent: dict[str, Number | bool | None] = {}
     injected: dict[str, Number | str | None] = {}
