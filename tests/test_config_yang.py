@@ -464,11 +464,28 @@ def test_registering_the_config_verbs_loads_no_yang_library():
     assert done.stdout.strip() == "[]"
 
 
-def _paths(data, path=()):
+def paths(data, path=()):
+    """Every path of members and list positions in `data`, `()` (the whole) first."""
     yield path
     items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else ()
     for key, value in items:
-        yield from _paths(value, (*path, key))
+        yield from paths(value, (*path, key))
+
+
+def damage(data, path: tuple, shape) -> None:
+    """Replaces the member of `data` at `path` with a copy of `shape`."""
+    *parent, last = path
+    for key in parent:
+        data = data[key]
+    data[last] = copy.deepcopy(shape)
+
+
+def refused_or_taken(data) -> None:
+    """Imports `data`: a UsageError is the only failure allowed."""
+    try:
+        import_yang(data, "damaged.json")
+    except UsageError:
+        pass
 
 
 def test_damaged_instance_data_is_refused_never_crashes():
@@ -480,15 +497,8 @@ def test_damaged_instance_data_is_refused_never_crashes():
     for _ in range(1500):
         data = copy.deepcopy(rng.choice(bases))
         for _ in range(rng.randint(1, 2)):
-            *parent, last = rng.choice(list(_paths(data))[1:])
-            target = data
-            for key in parent:
-                target = target[key]
-            target[last] = copy.deepcopy(rng.choice(shapes))
-        try:
-            import_yang(data, "damaged.json")
-        except UsageError:
-            pass
+            damage(data, rng.choice(list(paths(data))[1:]), rng.choice(shapes))
+        refused_or_taken(data)
 
 
 def test_identification_split_pvids_ipv6_and_dscp_round_trip_and_follow_the_schema(tmp_path):

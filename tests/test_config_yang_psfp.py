@@ -14,7 +14,7 @@ import copy
 import json
 
 import pytest
-from test_config_yang import MAC, SHIPPED, check, container, leaf, ylist
+from test_config_yang import MAC, SHIPPED, check, container, damage, leaf, paths, refused_or_taken, ylist
 
 from frerlab.config.yang import BRIDGES, NODE, export_yang, import_yang, validate_file
 from frerlab.dataplane.config import FlowMeter, StreamFilter, load_config, parse_config
@@ -459,19 +459,11 @@ def test_the_modules_here_catch_what_they_are_for(change, message, tmp_path, mod
 def test_damaged_filters_and_meters_are_refused_never_crash():
     import random
 
-    from test_config_yang import _paths
-
     rng = random.Random(35)
     shapes = [None, True, -1, 2**70, "x", "18446744073709551616", [], {}, [{}], [[1]], {"a": {}}, 1.5]
     base = _json(_policed())
     for _ in range(600):
         data = copy.deepcopy(base)
-        *parent, last = rng.choice([p for p in _paths(data) if p[:1] in ((BRIDGES,), (NODE,)) and len(p) > 1])
-        target = data
-        for key in parent:
-            target = target[key]
-        target[last] = copy.deepcopy(rng.choice(shapes))
-        try:
-            import_yang(data, "damaged.json")
-        except UsageError:
-            pass
+        damage(data, rng.choice([p for p in paths(data) if p[:1] in ((BRIDGES,), (NODE,)) and len(p) > 1]),
+               rng.choice(shapes))
+        refused_or_taken(data)

@@ -1119,12 +1119,12 @@ impl Simulation {
             }
             for f in &stream.filters {
                 let ingress = f.ingress.map(|p| self.ports[p as usize].name.clone());
-                report.filters.push(FilterRow::new(
-                    &stream.name,
-                    &self.nodes[f.node as usize].name,
+                report.filters.push(FilterRow {
+                    stream: stream.name.clone(),
+                    node: self.nodes[f.node as usize].name.clone(),
                     ingress,
-                    &f.counters,
-                ));
+                    counters: f.counters,
+                });
             }
         }
         for a in &self.attackers {

@@ -8,7 +8,7 @@
 //! earns tokens with the time exactly: they are counted in bit x picoseconds per second, so
 //! `elapsed ps x CIR bit/s` is a whole number and no rounding accumulates.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::units::{BitsPerSec, Bytes, SimTime};
 
@@ -132,7 +132,7 @@ impl FlowMeter {
 }
 
 /// What a stream filter counted (named after ieee802-dot1q-psfp's counters).
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, Serialize)]
 pub struct FilterCounters {
     /// Frames the filter took.
     pub matching_frames: u64,

@@ -464,35 +464,9 @@ pub struct FilterRow {
     pub node: String,
     /// The port whose frames it takes (a member path); `None`: every port into `node`.
     pub ingress: Option<String>,
-    /// Frames it took.
-    pub matching_frames: u64,
-    /// Frames that passed the size check and the meter.
-    pub passing_frames: u64,
-    /// Frames within the maximum SDU size.
-    pub passing_sdu: u64,
-    /// Frames above the maximum SDU size, dropped.
-    pub not_passing_sdu: u64,
-    /// Frames red at the flow meter, dropped.
-    pub red_frames: u64,
-    /// SDU octets of the frames that passed.
-    pub passing_octets: u64,
-}
-
-impl FilterRow {
-    /// The row of one filter.
-    pub fn new(stream: &str, node: &str, ingress: Option<String>, c: &FilterCounters) -> Self {
-        FilterRow {
-            stream: stream.to_string(),
-            node: node.to_string(),
-            ingress,
-            matching_frames: c.matching_frames,
-            passing_frames: c.passing_frames,
-            passing_sdu: c.passing_sdu,
-            not_passing_sdu: c.not_passing_sdu,
-            red_frames: c.red_frames,
-            passing_octets: c.passing_octets,
-        }
-    }
+    /// Its counters, flattened into the row under their own names.
+    #[serde(flatten)]
+    pub counters: FilterCounters,
 }
 
 /// What one attacker did.

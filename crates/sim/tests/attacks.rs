@@ -233,7 +233,7 @@ fn policing_bounds_what_a_babbler_puts_before_recovery_to_the_meter() {
         let report = defended(algorithm, babble.clone(), |s| {
             police(s, POLICE_RATE, POLICE_BURST)
         });
-        let f = &report.filters[0];
+        let f = &report.filters[0].counters;
         let end = report.run.simulated_seconds;
         let bound = (POLICE_RATE as f64 * end / 8.0 + POLICE_BURST as f64) / SDU as f64;
         assert!(
@@ -327,7 +327,7 @@ fn neither_defence_stops_inject_inside_the_window() {
                 "{algorithm}"
             );
         }
-        assert_eq!(policed.filters[0].red_frames, 0);
+        assert_eq!(policed.filters[0].counters.red_frames, 0);
         assert_eq!(guarded.frer[0].guard_alarms, 0);
     }
 }

@@ -370,6 +370,6 @@ class Suite(_Shape):
     stream: SuiteStream
     runs: list[SuiteRow]
     groups: list[SuiteGroup]
-    reset_timeout_ms: Number | None = None
+    testbed: dict[str, Number | str | bool | None] | None = None
     guard: dict[str, Number | str | bool | None] | None = None
     police: Number | str | None = None
