@@ -1124,7 +1124,7 @@ static __always_inline int frer_filter(const struct frer_settings *s, const stru
 	}
 	fs->passing_sdu++;
 	if (flt->meter) {
-		__u64 now = s->flags & FRER_SETTING_FIXED_CLOCK ? s->fixed_now_ns : bpf_ktime_get_ns();
+		__u64 now = now_ns(s, 0); /* the precise clock, even where the stream's recovery reads the coarse one */
 
 		if (frer_meter(flt->meter - 1, sdu, now) == VERDICT_DISCARD) {
 			fs->red++;

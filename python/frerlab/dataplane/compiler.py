@@ -321,11 +321,10 @@ def _filters(cfg: NodeConfig, plan: NodePlan, flags: list[int], stream_index, po
         for handle in flt.stream:
             stream = stream_index(handle, where)
             mask = received.get(stream, 0)
-            on = ports or [p for p in range(len(plan.ports)) if mask >> p & 1]
             if not mask:
                 raise ValueError(f"{where}: stream {handle} is identified on no received frames (a stream filter "
                                  "sees frames received on a port: give the stream an out-facing input-port)")
-            for p in on:
+            for p in ports or [p for p in range(len(plan.ports)) if mask >> p & 1]:
                 if not mask >> p & 1:
                     where_known = ", ".join(n for i, n in enumerate(plan.ports) if mask >> i & 1)
                     raise ValueError(f"{where}: stream {handle} is not identified on frames received on port "

@@ -158,7 +158,6 @@ class CounterTables:
         return dict(zip(layout.STREAM_PORT_COUNTERS,
                         cpu_sum(layout.STREAM_PORT_STATS, self.stream_ports[start:start + size])))
 
-
     def filter_counters(self, entry: int) -> dict[str, int]:
         size = layout.FILTER_STATS.size * self.cpus
         return dict(zip(layout.FILTER_COUNTERS,
